@@ -1,0 +1,98 @@
+"""The tracestore error hierarchy.
+
+Every error a user can cause carries a stable machine ``code`` (scripts match on it) and a
+human sentence (people read it).  The CLI maps the class to an exit code and never prints a
+traceback for these.  Driver and library errors are translated into this hierarchy at one
+boundary each (``raise ... from exc``), so callers only ever catch ``TracestoreError``.
+
+    TracestoreError
+    ├── InputError            bad input: files, JSON, shapes, labels, scenario steps
+    │   └── WireError         bytes that do not decode: framing, UTF-8, CRC, bounds
+    ├── StoreError            the database refused or is not ours
+    │   ├── ExpectedVersionConflict
+    │   └── ChainBroken
+    ├── NotFound              an attempt, trace or template that does not exist
+    └── ReviewError           a review action the record refuses
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TracestoreError(Exception):
+    """Base class: a stable ``code``, a sentence, and optional structured context."""
+
+    code: str = "tracestore_error"
+    exit_code: int = 1
+
+    def __init__(self, message: str, *, code: str | None = None, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.context = context
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"error": self.code, "message": self.message, **self.context}
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class InputError(TracestoreError):
+    """The input given to tracestore (file, JSON, scenario, option) is not acceptable."""
+
+    code = "invalid_input"
+    exit_code = 2
+
+
+class WireError(InputError):
+    """Bytes that cannot be decoded as the expected framing.
+
+    ``offset`` is the absolute byte offset in the capture where the problem was found.
+    """
+
+    code = "wire_error"
+
+    def __init__(self, message: str, *, code: str | None = None, offset: int | None = None,
+                 **context: Any) -> None:
+        super().__init__(message, code=code, offset=offset, **context)
+        self.offset = offset
+
+
+class StoreError(TracestoreError):
+    """The event store refused an operation, or the database is not a tracestore database."""
+
+    code = "store_error"
+    exit_code = 3
+
+
+class ExpectedVersionConflict(StoreError):
+    """An append carried a stale expected stream version (someone else appended first)."""
+
+    code = "expected_version_conflict"
+
+
+class ChainBroken(StoreError):
+    """The hash chain does not verify; ``position`` names the first broken event."""
+
+    code = "chain_broken"
+
+    def __init__(self, message: str, *, position: int, **context: Any) -> None:
+        super().__init__(message, position=position, **context)
+        self.position = position
+
+
+class NotFound(TracestoreError):
+    """A named attempt, trace, template or field does not exist."""
+
+    code = "not_found"
+    exit_code = 4
+
+
+class ReviewError(TracestoreError):
+    """A review action that the record refuses (for example a non-independent approval)."""
+
+    code = "review_refused"
+    exit_code = 5
