@@ -1,0 +1,111 @@
+"""Normalizer contract, provider registry and small shared helpers.
+
+A normalizer turns ONE native event (the JSON value a provider sent, already decoded
+from its framing) into zero or more :class:`Observation` objects.  It is a pure,
+deterministic function of the events fed so far: no I/O, no clock, no randomness.  It
+keeps state only where the provider's protocol forces it (Anthropic block index → block
+type, chat tool-call index → id, accumulated tool arguments), so replaying the same
+natives always yields the same observations.  Unrecognised shapes become ``unknown``
+observations, never exceptions: a reader must not crash on a provider's future event
+type, and projections decide what an unknown form means for release.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
+
+from tracestore.errors import InputError
+from tracestore.providers.observations import Observation
+
+__all__ = [
+    "Normalizer", "NormalizerProtocol", "PROVIDERS", "PROVIDER_NAMES", "make_normalizer",
+    "normalize_all", "register",
+]
+
+#: Stable provider names (they appear on the CLI and in stored events).
+PROVIDER_NAMES: tuple[str, ...] = (
+    "openai-responses", "openai-chat", "anthropic-messages", "bedrock-converse-stream",
+    "gemini", "xai", "ollama", "app-frames",
+)
+
+#: name → normalizer class; filled by :func:`register` when the provider modules import.
+PROVIDERS: dict[str, type["Normalizer"]] = {}
+
+
+@runtime_checkable
+class NormalizerProtocol(Protocol):
+    """Structural type for anything that can stand in for a normalizer."""
+
+    def feed(self, native: Any, event_name: str | None = None) -> list[Observation]: ...
+
+
+class Normalizer:
+    """Base class: subclasses implement :meth:`feed` and set ``provider``."""
+
+    provider: ClassVar[str] = ""
+
+    def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
+        """Normalize one native event.  ``event_name`` is the SSE ``event:`` field, if any."""
+        raise NotImplementedError
+
+
+N = TypeVar("N", bound=type[Normalizer])
+
+
+def register(name: str) -> Callable[[N], N]:
+    """Class decorator adding a normalizer to :data:`PROVIDERS` under a stable name."""
+
+    def wrap(cls: N) -> N:
+        if name not in PROVIDER_NAMES:
+            raise ValueError(f"provider name {name!r} is not in PROVIDER_NAMES")
+        cls.provider = name
+        PROVIDERS[name] = cls
+        return cls
+
+    return wrap
+
+
+def _ensure_loaded() -> None:
+    # Importing the package imports every provider module, which registers it.
+    import tracestore.providers  # noqa: F401
+
+
+def make_normalizer(provider: str, **options: Any) -> Normalizer:
+    """A fresh normalizer for ``provider`` (options go to its constructor, e.g. app-frames'
+    ``expected_binding``).  Unknown names raise ``InputError(code="unknown_provider")``."""
+    _ensure_loaded()
+    cls = PROVIDERS.get(provider)
+    if cls is None:
+        raise InputError(
+            f"unknown provider {provider!r}; expected one of {', '.join(PROVIDER_NAMES)}",
+            code="unknown_provider", provider=provider)
+    return cls(**options)
+
+
+def normalize_all(provider: str, natives: Iterable[Any]) -> list[list[Observation]]:
+    """Feed every native through one fresh normalizer; one observation list per native."""
+    normalizer = make_normalizer(provider)
+    return [normalizer.feed(native) for native in natives]
+
+
+# ---------------------------------------------------------------------------------------
+# helpers shared by the provider modules (tolerant readers: wrong types become None)
+
+def as_str(value: Any) -> str | None:
+    """``value`` if it is a string, else ``None`` (never ``str()`` of a foreign value)."""
+    return value if isinstance(value, str) else None
+
+
+def as_int(value: Any) -> int | None:
+    """``value`` if it is a real int (bools excluded), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_map(value: Any) -> Mapping[str, Any] | None:
+    """``value`` if it is a mapping, else ``None``."""
+    return value if isinstance(value, Mapping) else None
+
+
+def unknown(native_type: str, **fields: Any) -> list[Observation]:
+    """The single ``unknown`` observation for a shape we do not recognise."""
+    return [Observation("unknown", native_type, **fields)]
