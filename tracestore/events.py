@@ -1,0 +1,274 @@
+"""The immutable event vocabulary.
+
+Each event kind is a pydantic model discriminated on a literal ``type``.  The type names are
+stable strings (``frame.received``), never Python paths, because they are stored forever.
+Every kind has a ``SCHEMA_VERSION``; when a kind's shape changes, bump it and add an upcaster
+to ``UPCASTERS`` so old rows still load.
+
+A ``StoredEvent`` is an event as the log holds it: its payload model plus the envelope the
+store assigned (global position, stream, stream version, recorded-at time, hash).
+Projections take ``StoredEvent`` sequences and nothing else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Any, Callable, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from tracestore.errors import InputError
+
+DrainOutcome = Literal["clean", "eof", "error", "reset"]
+Destination = Literal["progress", "ui", "history", "export", "copy"]
+ANSWER_DESTINATIONS: tuple[str, ...] = ("ui", "history", "export", "copy")
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskRule(BaseModel):
+    """Semantic acceptance as data: every answer pattern must match, no forbidden one may."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    description: str | None = None
+    "What the task asks, in words, for the review record."
+    answer_patterns: tuple[str, ...] = ()
+    "Regular expressions that must ALL match the NFC-normalised answer (case-insensitive)."
+    forbidden_patterns: tuple[str, ...] = ()
+    "Regular expressions of which NONE may match (case-insensitive)."
+
+
+class TraceOpened(_Event):
+    type: Literal["trace.opened"] = "trace.opened"
+    trace_id: str
+    "The trace: one user question and every attempt made to answer it."
+    task: TaskRule | None = None
+    "The semantic acceptance rule; without one, no answer can be accepted."
+    profile: str | None = None
+    "Output profile name (e.g. ``bedrock-converse-text``); None lets each attempt's API decide."
+    comparison: str | None = None
+    "Free text naming the comparison pair / revision, for the review record."
+    origin: str | None = None
+    "Where the trace came from: ``synthetic projection``, ``decoded capture``, ``framed capture``."
+
+
+class AttemptStarted(_Event):
+    type: Literal["attempt.started"] = "attempt.started"
+    attempt_id: str
+    trace_id: str
+    api: str
+    "Provider API name (``openai-responses``, ``bedrock-converse-stream`` …)."
+    reader: str | None = None
+    "The reader (callback set) bound to this attempt when it was opened."
+    retry_of: str | None = None
+    "The attempt this one retries; a retry is a fresh attempt, never a continuation."
+    request: dict[str, Any] | None = None
+    "Request settings as recorded (model, endpoint, region …), if known."
+
+
+class CaptureStored(_Event):
+    type: Literal["capture.stored"] = "capture.stored"
+    attempt_id: str
+    sha256: str
+    "Content address of the raw bytes in the blob table."
+    size: int
+    framing: str
+    "``sse``, ``ndjson``, ``json-array``, ``chunks``, ``aws-eventstream``, ``projection``."
+    filename: str | None = None
+
+
+class FrameReceived(_Event):
+    type: Literal["frame.received"] = "frame.received"
+    attempt_id: str
+    api: str
+    native: Any
+    "The native object exactly as decoded (key order kept)."
+    kinds: tuple[str, ...] = ()
+    "Normalized observation kinds at ingest time, for display; projections re-normalize."
+    event_name: str | None = None
+    "SSE ``event:`` field, when the framing had one."
+    reader: str | None = None
+    index: int | None = None
+    "Index of this frame within its capture or scenario."
+    capture_sha256: str | None = None
+    offset: int | None = None
+    "Byte offset of the frame in the stored capture."
+    length: int | None = None
+    observed_at: str | None = None
+    "Wall-clock time the application observed the frame, if recorded (never used to order)."
+
+
+class LocalStopped(_Event):
+    type: Literal["local.stopped"] = "local.stopped"
+    attempt_id: str
+    reader: str | None = None
+    by: str | None = None
+    "Who pressed Stop (user, timeout, application)."
+    observed_at: str | None = None
+
+
+class TransportDrained(_Event):
+    type: Literal["transport.drained"] = "transport.drained"
+    attempt_id: str
+    outcome: DrainOutcome
+    detail: str | None = None
+    reader: str | None = None
+    observed_at: str | None = None
+
+
+class SemanticJudged(_Event):
+    type: Literal["semantic.judged"] = "semantic.judged"
+    attempt_id: str
+    verdict: Literal["accepted", "rejected"]
+    rule: TaskRule
+    answer_sha256: str
+    failed_patterns: tuple[str, ...] = ()
+    "Answer patterns that did not match, then forbidden patterns that did."
+    by: str = "rule"
+
+
+class ReleaseDecided(_Event):
+    type: Literal["release.decided"] = "release.decided"
+    attempt_id: str
+    eligible: bool
+    status: str
+    reasons: tuple[str, ...]
+    policy_version: str
+    decided_at_position: int | None
+    "The log position the decision was judged at (the last event considered)."
+    answer_sha256: str | None = None
+
+
+class DestinationWritten(_Event):
+    type: Literal["destination.written"] = "destination.written"
+    attempt_id: str
+    destination: Destination
+    text: str
+    "Exactly what the destination received (fixed progress text for ``progress``)."
+    sha256: str
+    source: Literal["harness", "application"] = "harness"
+    "``harness``: written by tracestore's replay following the policy; ``application``: read from a real app's log."
+
+
+class ModelDecision(_Event):
+    type: Literal["model.decision"] = "model.decision"
+    attempt_id: str
+    stage: Literal["proposed", "admitted", "refused"]
+    decision: dict[str, Any]
+    reason: str | None = None
+
+
+class ReviewFieldSet(_Event):
+    type: Literal["review.field_set"] = "review.field_set"
+    attempt_id: str
+    template: str
+    field: str
+    value: str
+    reviewer: str
+    evidence: tuple[int, ...] = ()
+
+
+class ReviewApproved(_Event):
+    type: Literal["review.approved"] = "review.approved"
+    attempt_id: str
+    template: str
+    reviewer: str
+
+
+Event = Annotated[
+    Union[
+        TraceOpened, AttemptStarted, CaptureStored, FrameReceived, LocalStopped,
+        TransportDrained, SemanticJudged, ReleaseDecided, DestinationWritten, ModelDecision,
+        ReviewFieldSet, ReviewApproved,
+    ],
+    Field(discriminator="type"),
+]
+_EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+
+EVENT_TYPES: tuple[str, ...] = (
+    "trace.opened", "attempt.started", "capture.stored", "frame.received", "local.stopped",
+    "transport.drained", "semantic.judged", "release.decided", "destination.written",
+    "model.decision", "review.field_set", "review.approved",
+)
+
+SCHEMA_VERSIONS: dict[str, int] = {name: 1 for name in EVENT_TYPES}
+
+# (type, from_version) -> function upgrading a payload dict one version.  Empty at v1; the
+# hook exists from day one so that a shape change never strands stored rows.
+UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+
+def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """Upgrade a stored payload to the current schema version of its type."""
+    current = SCHEMA_VERSIONS.get(type_name, schema_version)
+    while schema_version < current:
+        payload = UPCASTERS[(type_name, schema_version)](payload)
+        schema_version += 1
+    return payload
+
+
+def parse_event(payload: dict[str, Any]) -> Any:
+    """Validate a payload dict (with its ``type``) into its event model."""
+    try:
+        return _EVENT_ADAPTER.validate_python(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise InputError(
+            f"event of type {payload.get('type')!r} is not valid: {where}: {first.get('msg')}",
+            code="invalid_event",
+        ) from exc
+
+
+def new_event_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """An event ready to append: payload model, target stream, and its id."""
+
+    stream: str
+    event: Any
+    id: str = ""
+    trace_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            object.__setattr__(self, "id", new_event_id())
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """An event as recorded: the payload model plus the envelope the store assigned."""
+
+    position: int
+    id: str
+    stream: str
+    version: int
+    type: str
+    schema_version: int
+    recorded_at: dt.datetime
+    trace_id: str | None
+    event: Any
+    hash: str
+
+    @property
+    def attempt_id(self) -> str | None:
+        return getattr(self.event, "attempt_id", None)
+
+
+def attempt_stream(attempt_id: str) -> str:
+    return f"attempt:{attempt_id}"
+
+
+def trace_stream(trace_id: str) -> str:
+    return f"trace:{trace_id}"
+
+
+def review_stream(template: str, attempt_id: str) -> str:
+    return f"review:{template}:{attempt_id}"

@@ -1,0 +1,101 @@
+"""Database URLs and engines: SQLite by default, PostgreSQL by URL.
+
+SQLite facts that shape this module (see docs/store.md):
+
+* Writers must start with ``BEGIN IMMEDIATE``.  With pysqlite's deferred ``BEGIN``, several
+  processes doing read-head-then-append lose transactions to "database is locked" even with
+  a busy timeout, because a reader cannot upgrade to a writer while another writes.  We use
+  the documented SQLAlchemy recipe: autocommit at the driver (``isolation_level=None``) and
+  emit ``BEGIN IMMEDIATE`` ourselves on ``begin``.
+* Readers use a second engine with a plain deferred ``BEGIN``; in WAL mode they never block
+  writers and never take the write lock.
+* WAL persists in the file; ``busy_timeout`` and ``synchronous`` are per connection.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import StaticPool
+
+from tracestore.errors import InputError
+
+ENV_VAR = "TRACESTORE_DB"
+DEFAULT_URL = "sqlite:///tracestore.db"
+
+# How long a writer waits for another writer's lock before "database is locked" (ms).
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+# FULL: each committed ingest survives power loss.  An ingest is one transaction, so the
+# sync is paid once per capture or scenario, not per event; NORMAL would save little and
+# could silently lose the last ingests, which an evidence store must not do.
+SQLITE_SYNCHRONOUS = "FULL"
+
+
+def resolve_url(url: str | None) -> str:
+    """The database URL: the option, else ``$TRACESTORE_DB``, else ``tracestore.db`` here."""
+    chosen = url or os.environ.get(ENV_VAR) or DEFAULT_URL
+    if "://" not in chosen:  # a bare path is a SQLite file; be kind to people
+        chosen = f"sqlite:///{chosen}"
+    try:
+        make_url(chosen)
+    except ArgumentError as exc:
+        raise InputError(f"{chosen!r} is not a database URL", code="invalid_db_url") from exc
+    return chosen
+
+
+def is_sqlite(url: str) -> bool:
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def is_memory_sqlite(url: str) -> bool:
+    parsed = make_url(url)
+    return is_sqlite(url) and parsed.database in (None, "", ":memory:")
+
+
+def _sqlite_pragmas(dbapi_conn: Any, wal: bool) -> None:
+    dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see module docstring)
+    cursor = dbapi_conn.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    if wal:
+        cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute(f"PRAGMA synchronous = {SQLITE_SYNCHRONOUS}")
+    cursor.close()
+
+
+def make_engines(url: str) -> tuple[Engine, Engine]:
+    """Return ``(write_engine, read_engine)`` for ``url``.
+
+    For SQLite the write engine begins every transaction with ``BEGIN IMMEDIATE``.  An
+    in-memory SQLite database has one connection shared by both (StaticPool), otherwise each
+    engine would see its own empty database.
+    """
+    if not is_sqlite(url):
+        engine = create_engine(url, pool_pre_ping=True)
+        return engine, engine
+    if is_memory_sqlite(url):
+        engine = create_engine(
+            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+        _install_sqlite_hooks(engine, immediate=True, wal=False)
+        return engine, engine
+    timeout_s = SQLITE_BUSY_TIMEOUT_MS / 1000
+    writer = create_engine(url, connect_args={"timeout": timeout_s})
+    reader = create_engine(url, connect_args={"timeout": timeout_s})
+    _install_sqlite_hooks(writer, immediate=True, wal=True)
+    _install_sqlite_hooks(reader, immediate=False, wal=True)
+    return writer, reader
+
+
+def _install_sqlite_hooks(engine: Engine, *, immediate: bool, wal: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        _sqlite_pragmas(dbapi_conn, wal)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

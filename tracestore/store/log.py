@@ -1,0 +1,322 @@
+"""The append-only event log.
+
+Contract (each point is tested in tests/test_store_*.py):
+
+* ``append`` writes a batch in ONE transaction: all of it or none of it.
+* Positions are assigned here, under the write lock, as ``head + 1, head + 2, …`` in the
+  order given.  Callers that must know positions in advance (the replay planner embeds
+  ``decided_at_position`` in payloads) read the head inside the same transaction through
+  ``append_with``.
+* Each event's stream version is the stream's current version + 1; an ``expected_versions``
+  entry that does not match raises ``ExpectedVersionConflict``.
+* An event whose id is already stored is skipped and reported, never duplicated.
+* ``hash`` = sha256(previous hash + canonical bytes); ``verify`` recomputes the chain.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, func, select
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from tracestore.errors import ExpectedVersionConflict, StoreError
+from tracestore.events import SCHEMA_VERSIONS, NewEvent, StoredEvent, parse_event, upcast
+from tracestore.store import engine as engines
+from tracestore.store import migrate
+from tracestore.store.schema import blobs, events
+
+GENESIS_HASH = "0" * 64
+_ID_QUERY_CHUNK = 500  # ids per "already stored?" query; well under SQLite's variable limit
+_PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
+
+
+def canonical_payload(event: Any) -> str:
+    """The payload's stored text: compact JSON, key order as given (natives stay as decoded)."""
+    return json.dumps(event.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+
+
+def chain_hash(prev_hash: str, position: int, event_id: str, stream: str, version: int,
+               type_name: str, schema_version: int, recorded_at: str, trace_id: str | None,
+               payload: str) -> str:
+    envelope = json.dumps(
+        [position, event_id, stream, version, type_name, schema_version, recorded_at, trace_id],
+        ensure_ascii=False, separators=(",", ":"),
+    )
+    digest = hashlib.sha256()
+    digest.update(prev_hash.encode("ascii"))
+    digest.update(b"\n")
+    digest.update(envelope.encode("utf-8"))
+    digest.update(b"\n")
+    digest.update(payload.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    positions: tuple[int, ...]
+    "Positions of the events written, in order."
+    skipped_ids: tuple[str, ...] = ()
+    "Ids that were already stored (idempotent re-append): reported, not duplicated."
+    blobs_stored: tuple[str, ...] = ()
+
+    @property
+    def appended(self) -> int:
+        return len(self.positions)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    count: int
+    first_broken_position: int | None = None
+    reason: str | None = None
+    head_hash: str = GENESIS_HASH
+
+
+@dataclass
+class WriteView:
+    """What a builder may see inside the write transaction of ``append_with``."""
+
+    conn: Connection
+    head_position: int
+    recorded_at: str
+    store: EventStore = field(repr=False)
+
+    def read(self, **filters: Any) -> list[StoredEvent]:
+        return self.store._read(self.conn, **filters)
+
+
+class EventStore:
+    """An event log in a SQL database (SQLite file by default)."""
+
+    def __init__(self, url: str | None = None, *, migrate_schema: bool = True) -> None:
+        self.url = engines.resolve_url(url)
+        self._writer, self._reader = engines.make_engines(self.url)
+        self._dialect = self._writer.dialect.name
+        if migrate_schema:
+            migrate.upgrade(self._writer, self.url)
+
+    def close(self) -> None:
+        self._writer.dispose()
+        if self._reader is not self._writer:
+            self._reader.dispose()
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing ---------------------------------------------------------------------
+
+    def append(self, new_events: Iterable[NewEvent], *,
+               expected_versions: Mapping[str, int] | None = None,
+               blob_data: Sequence[bytes] = ()) -> AppendResult:
+        """Append events (and store blobs) in one transaction."""
+        return self.append_with(lambda _view: (list(new_events), list(blob_data)),
+                                expected_versions=expected_versions)
+
+    def append_with(
+        self,
+        build: Callable[[WriteView], tuple[Sequence[NewEvent], Sequence[bytes]]],
+        *, expected_versions: Mapping[str, int] | None = None,
+    ) -> AppendResult:
+        """Run ``build`` inside the write transaction, then append what it returns.
+
+        ``build`` sees the head position, so it can plan positions ``head + 1 …``.
+        """
+        try:
+            with self._writer.begin() as conn:
+                if self._dialect == "postgresql":
+                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
+                head_position, head_hash = self._head(conn)
+                view = WriteView(conn, head_position, utc_now(), self)
+                batch, blob_data = build(view)
+                stored_blobs = self._put_blobs(conn, blob_data)
+                positions, skipped = self._insert(
+                    conn, batch, expected_versions or {}, head_position, head_hash,
+                    view.recorded_at,
+                )
+        except IntegrityError as exc:
+            raise StoreError(f"the database refused the append: {exc.orig}",
+                             code="append_refused") from exc
+        except DBAPIError as exc:
+            raise StoreError(f"database error during append: {exc.orig}",
+                             code="database_unavailable") from exc
+        return AppendResult(tuple(positions), tuple(skipped), tuple(stored_blobs))
+
+    def _head(self, conn: Connection) -> tuple[int, str]:
+        row = conn.execute(
+            select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
+        ).first()
+        return (0, GENESIS_HASH) if row is None else (row[0], row[1])
+
+    def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), _ID_QUERY_CHUNK):
+            chunk = ids[start:start + _ID_QUERY_CHUNK]
+            found.update(conn.execute(select(events.c.id).where(events.c.id.in_(chunk))).scalars())
+        return found
+
+    def _stream_versions(self, conn: Connection, streams: Sequence[str]) -> dict[str, int]:
+        versions: dict[str, int] = {}
+        for start in range(0, len(streams), _ID_QUERY_CHUNK):
+            chunk = streams[start:start + _ID_QUERY_CHUNK]
+            rows = conn.execute(
+                select(events.c.stream, func.max(events.c.version))
+                .where(events.c.stream.in_(chunk)).group_by(events.c.stream)
+            )
+            versions.update({stream: version for stream, version in rows})
+        return versions
+
+    def _insert(self, conn: Connection, batch: Sequence[NewEvent],
+                expected: Mapping[str, int], head_position: int, head_hash: str,
+                recorded_at: str) -> tuple[list[int], list[str]]:
+        existing = self._existing_ids(conn, [e.id for e in batch])
+        streams = sorted({e.stream for e in batch} | set(expected))
+        versions = self._stream_versions(conn, streams)
+        for stream, want in expected.items():
+            have = versions.get(stream, 0)
+            if have != want:
+                raise ExpectedVersionConflict(
+                    f"stream {stream!r} is at version {have}, the append expected {want}",
+                    stream=stream, expected=want, actual=have,
+                )
+        rows: list[dict[str, Any]] = []
+        skipped: list[str] = []
+        seen: set[str] = set()
+        position, prev_hash = head_position, head_hash
+        for new in batch:
+            if new.id in existing or new.id in seen:
+                skipped.append(new.id)
+                continue
+            seen.add(new.id)
+            position += 1
+            version = versions.get(new.stream, 0) + 1
+            versions[new.stream] = version
+            type_name = new.event.type
+            schema_version = SCHEMA_VERSIONS[type_name]
+            payload = canonical_payload(new.event)
+            digest = chain_hash(prev_hash, position, new.id, new.stream, version, type_name,
+                                schema_version, recorded_at, new.trace_id, payload)
+            rows.append({
+                "position": position, "id": new.id, "stream": new.stream, "version": version,
+                "type": type_name, "schema_version": schema_version,
+                "recorded_at": recorded_at, "trace_id": new.trace_id, "payload": payload,
+                "hash": digest,
+            })
+            prev_hash = digest
+        if rows:
+            conn.execute(events.insert(), rows)
+        return [row["position"] for row in rows], skipped
+
+    def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
+        stored: list[str] = []
+        for data in blob_data:
+            sha = hashlib.sha256(data).hexdigest()
+            present = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == sha)).first()
+            if present is None:
+                conn.execute(blobs.insert(), {"sha256": sha, "size": len(data), "data": data})
+            stored.append(sha)
+        return stored
+
+    # -- reading ---------------------------------------------------------------------
+
+    def read(self, *, stream: str | None = None, trace_id: str | None = None,
+             attempt_id: str | None = None, after: int = 0, upto: int | None = None,
+             limit: int | None = None) -> list[StoredEvent]:
+        """Events in global order, optionally filtered by stream, trace or attempt."""
+        with self._reader.connect() as conn:
+            return self._read(conn, stream=stream, trace_id=trace_id, attempt_id=attempt_id,
+                              after=after, upto=upto, limit=limit)
+
+    def _read(self, conn: Connection, *, stream: str | None = None,
+              trace_id: str | None = None, attempt_id: str | None = None, after: int = 0,
+              upto: int | None = None, limit: int | None = None) -> list[StoredEvent]:
+        from tracestore.events import attempt_stream
+
+        query = select(events).where(events.c.position > after).order_by(events.c.position)
+        if attempt_id is not None:
+            stream = attempt_stream(attempt_id)
+        if stream is not None:
+            query = query.where(events.c.stream == stream)
+        if trace_id is not None:
+            query = query.where(events.c.trace_id == trace_id)
+        if upto is not None:
+            query = query.where(events.c.position <= upto)
+        if limit is not None:
+            query = query.limit(limit)
+        return [_to_stored(row) for row in conn.execute(query).mappings()]
+
+    def head_position(self) -> int:
+        with self._reader.connect() as conn:
+            return self._head(conn)[0]
+
+    def stream_version(self, stream: str) -> int:
+        with self._reader.connect() as conn:
+            return self._stream_versions(conn, [stream]).get(stream, 0)
+
+    def streams(self, prefix: str = "") -> list[tuple[str, int]]:
+        """``(stream, event count)`` for every stream starting with ``prefix``."""
+        with self._reader.connect() as conn:
+            rows = conn.execute(
+                select(events.c.stream, func.count()).where(events.c.stream.startswith(prefix))
+                .group_by(events.c.stream).order_by(func.min(events.c.position))
+            )
+            return [(stream, count) for stream, count in rows]
+
+    def get_blob(self, sha256: str) -> bytes | None:
+        with self._reader.connect() as conn:
+            row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha256)).first()
+            return None if row is None else bytes(row[0])
+
+    def verify(self, batch_size: int = 5000) -> VerifyResult:
+        """Recompute the hash chain; name the first position where it breaks."""
+        prev_hash, expected_position, count = GENESIS_HASH, 1, 0
+        with self._reader.connect() as conn:
+            last = 0
+            while True:
+                rows = conn.execute(
+                    select(events).where(events.c.position > last)
+                    .order_by(events.c.position).limit(batch_size)
+                ).mappings().all()
+                if not rows:
+                    return VerifyResult(True, count, head_hash=prev_hash)
+                for row in rows:
+                    broken = _check_row(row, prev_hash, expected_position)
+                    if broken is not None:
+                        return VerifyResult(False, count, row["position"], broken, prev_hash)
+                    prev_hash, expected_position = row["hash"], expected_position + 1
+                    count += 1
+                last = rows[-1]["position"]
+
+
+def _check_row(row: Mapping[str, Any], prev_hash: str, expected_position: int) -> str | None:
+    if row["position"] != expected_position:
+        return f"position {expected_position} is missing (next stored is {row['position']})"
+    digest = chain_hash(prev_hash, row["position"], row["id"], row["stream"], row["version"],
+                        row["type"], row["schema_version"], row["recorded_at"],
+                        row["trace_id"], row["payload"])
+    if digest != row["hash"]:
+        return "hash does not match the event's content and its predecessor"
+    return None
+
+
+def _to_stored(row: Mapping[str, Any]) -> StoredEvent:
+    payload = upcast(row["type"], row["schema_version"], json.loads(row["payload"]))
+    return StoredEvent(
+        position=row["position"], id=row["id"], stream=row["stream"], version=row["version"],
+        type=row["type"], schema_version=row["schema_version"],
+        recorded_at=dt.datetime.fromisoformat(row["recorded_at"]), trace_id=row["trace_id"],
+        event=parse_event(payload), hash=row["hash"],
+    )

@@ -1,0 +1,60 @@
+"""Table definitions (SQLAlchemy Core) for the event log.
+
+Alembic owns the schema: these objects describe it for queries and must match the newest
+migration in ``migrations/versions``.  Nothing here creates tables.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Column,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# One row per event.  ``position`` is the single global order (assigned by the store under
+# the write lock, so it is contiguous); (stream, version) is unique, which is what makes
+# expected-version appends safe; ``hash`` chains each row to the previous one.
+events = Table(
+    "ts_events",
+    metadata,
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("id", String(64), nullable=False, unique=True),
+    Column("stream", String(255), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("type", String(64), nullable=False),
+    Column("schema_version", Integer, nullable=False),
+    Column("recorded_at", String(40), nullable=False),
+    Column("trace_id", String(255), nullable=True),
+    Column("payload", Text, nullable=False),
+    Column("hash", String(64), nullable=False),
+    UniqueConstraint("stream", "version", name="uq_ts_events_stream_version"),
+    Index("ix_ts_events_trace_position", "trace_id", "position"),
+)
+
+# Raw capture bytes, content-addressed.  Frames point into them by (sha256, offset, length).
+blobs = Table(
+    "ts_blobs",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("size", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+# A marker row proves the database is a tracestore database (and which format it holds).
+store_meta = Table(
+    "ts_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", String(255), nullable=False),
+)
+
+STORE_MARKER = ("format", "tracestore-eventlog-1")
