@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
-from tracestore.errors import InputError
+from tracestore.errors import InputError, StoreError
 
 ENV_VAR = "TRACESTORE_DB"
 DEFAULT_URL = "sqlite:///tracestore.db"
@@ -75,7 +75,13 @@ def make_engines(url: str) -> tuple[Engine, Engine]:
     engine would see its own empty database.
     """
     if not is_sqlite(url):
-        engine = create_engine(url, pool_pre_ping=True)
+        try:
+            engine = create_engine(url, pool_pre_ping=True)
+        except ModuleNotFoundError as exc:
+            raise StoreError(
+                f"the database driver for {make_url(url).drivername} is not installed "
+                f"({exc.name}); for PostgreSQL: pip install 'tracestore[postgres]'",
+                code="driver_missing") from exc
         return engine, engine
     if is_memory_sqlite(url):
         engine = create_engine(

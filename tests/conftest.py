@@ -1,0 +1,56 @@
+"""Shared fixtures.
+
+``store`` runs each store contract test against every backend: a SQLite file, SQLite in
+memory, and PostgreSQL when ``TRACESTORE_TEST_PG_URL`` names a server (``.ci/run`` starts
+one when the machine has PostgreSQL; elsewhere those cases are skipped, visibly).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tracestore.store.log import EventStore
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures"
+PG_URL = os.environ.get("TRACESTORE_TEST_PG_URL")
+
+
+def _fresh_pg_url() -> str:
+    """A new empty database on the test server, so every test starts from nothing."""
+    from sqlalchemy import create_engine, text
+
+    assert PG_URL is not None
+    name = f"ts_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return PG_URL.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite-file":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    if request.param == "sqlite-memory":
+        return "sqlite://"
+    if not PG_URL:
+        pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
+    return _fresh_pg_url()
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[EventStore]:
+    with EventStore(store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def db_file(tmp_path: Path) -> Path:
+    return tmp_path / "store.db"

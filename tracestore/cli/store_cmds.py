@@ -1,0 +1,237 @@
+"""Store commands: init, ingest, events, attempts, verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from tracestore.cli.common import (
+    DbOption,
+    JsonOption,
+    app,
+    console,
+    emit_json,
+    emit_json_line,
+    handles_errors,
+    open_store,
+    term_text,
+)
+from tracestore.errors import ChainBroken, InputError
+from tracestore.events import StoredEvent, TaskRule, attempt_stream
+from tracestore.ingest import IngestPlan, plan_ingest
+from tracestore.store.log import AppendResult, EventStore, WriteView
+from tracestore.store.migrate import head_revision
+
+# Captures are read whole (they are bodies of one response); anything larger than this is
+# refused up front instead of exhausting memory.
+MAX_INPUT_BYTES = 256 * 1024 * 1024
+
+
+@app.command()
+@handles_errors
+def init(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Create the database (or upgrade it) to the newest schema."""
+    with open_store(db) as store:
+        info = {"db": store.url, "revision": head_revision(), "events": store.head_position()}
+    if as_json:
+        emit_json(info)
+    else:
+        console.print(f"ready: {info['db']} (schema {info['revision']}, "
+                      f"{info['events']} events)")
+
+
+def read_input(path: Path) -> bytes:
+    if not path.exists():
+        raise InputError(f"{path} does not exist", code="file_not_found", path=str(path))
+    if path.is_dir():
+        raise InputError(f"{path} is a directory, not a file", code="not_a_file", path=str(path))
+    size = path.stat().st_size
+    if size > MAX_INPUT_BYTES:
+        raise InputError(f"{path} is {size} bytes; the limit is {MAX_INPUT_BYTES}",
+                         code="input_too_large", path=str(path))
+    return path.read_bytes()
+
+
+def read_task(path: Path | None) -> TaskRule | None:
+    if path is None:
+        return None
+    try:
+        return TaskRule.model_validate_json(read_input(path))
+    except ValueError as exc:
+        raise InputError(f"{path} is not a task rule: {str(exc).splitlines()[0]}",
+                         code="invalid_task") from exc
+
+
+def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
+    """Append an ingest plan in one transaction, refusing to mix inputs in one attempt."""
+
+    def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
+        first = view.read(stream=attempt_stream(plan.attempt_id), limit=1)
+        if first and first[0].id != plan.events[1].id:
+            raise InputError(
+                f"attempt {plan.attempt_id!r} already holds events from another input; a "
+                "retry is a fresh attempt, so choose another --attempt",
+                code="attempt_exists", attempt_id=plan.attempt_id)
+        return plan.events, [plan.blob]
+
+    return store.append_with(build)
+
+
+@app.command()
+@handles_errors
+def ingest(
+    file: Annotated[Path, typer.Argument(help="A capture (SSE, NDJSON, JSON array, AWS event "
+                                         "stream) or a JSON array of decoded events.")],
+    attempt: Annotated[Optional[str], typer.Option(help="Attempt id (default: file name + hash).")] = None,
+    trace: Annotated[Optional[str], typer.Option(help="Trace id (default: the attempt id).")] = None,
+    provider: Annotated[str, typer.Option(
+        "--provider", "--api",
+        help="auto, openai-responses, openai-chat, anthropic-messages, "
+             "bedrock-converse-stream, gemini, xai, ollama, app-frames.")] = "auto",
+    chunk_size: Annotated[Optional[int], typer.Option(
+        min=1, help="Feed the decoder in chunks of this many bytes (boundaries change nothing).")] = None,
+    task: Annotated[Optional[Path], typer.Option(
+        help="JSON file with the trace's semantic rule {answer_patterns, forbidden_patterns}.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Record one attempt from a file: every native frame becomes one event, in one transaction."""
+    data = read_input(file)
+    with console.status(f"decoding {file.name} ({len(data):,} bytes)…", spinner="dots") \
+            if not as_json and len(data) > 1_000_000 else _null():
+        plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
+                           provider=provider, chunk_size=chunk_size, task=read_task(task))
+    with open_store(db) as store:
+        result = append_plan(store, plan)
+    summary = {
+        "attempt_id": plan.attempt_id, "trace_id": plan.trace_id, "api": plan.api,
+        "kind": plan.kind, "framing": plan.framing, "sha256": plan.sha256,
+        "frames": plan.frames, "drain": plan.drain, "appended": result.appended,
+        "skipped": len(result.skipped_ids),
+        "positions": [result.positions[0], result.positions[-1]] if result.positions else [],
+    }
+    if as_json:
+        emit_json(summary)
+        return
+    if result.appended == 0:
+        console.print(term_text(f"already ingested: attempt {plan.attempt_id} "
+                                f"({len(result.skipped_ids)} events present, nothing added)"))
+        return
+    console.print(term_text(
+        f"ingested {plan.frames} frames of {file.name} as attempt {plan.attempt_id} "
+        f"(trace {plan.trace_id}, {plan.api}, {plan.framing}, drain {plan.drain or 'none'}): "
+        f"{result.appended} events at positions {result.positions[0]}–{result.positions[-1]}"))
+
+
+class _null:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def event_summary(stored: StoredEvent, width: int = 70) -> str:
+    """One line saying what an event holds, for tables (callers escape it)."""
+    event = stored.event
+    kind = stored.type
+    if kind == "frame.received":
+        native = json.dumps(event.native, ensure_ascii=False, separators=(",", ":"))
+        kinds = ",".join(event.kinds)
+        return f"[{kinds}] {native}"[:width]
+    if kind == "transport.drained":
+        return f"outcome={event.outcome}" + (f" ({event.detail})" if event.detail else "")
+    if kind == "release.decided":
+        return f"{event.status} eligible={event.eligible} {','.join(event.reasons)}"
+    fields = event.model_dump(exclude={"type", "attempt_id", "trace_id"}, exclude_none=True)
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))[:width]
+
+
+def stored_to_dict(stored: StoredEvent) -> dict[str, Any]:
+    return {
+        "position": stored.position, "id": stored.id, "stream": stored.stream,
+        "version": stored.version, "type": stored.type,
+        "schema_version": stored.schema_version,
+        "recorded_at": stored.recorded_at.isoformat(), "trace_id": stored.trace_id,
+        "hash": stored.hash, "payload": stored.event.model_dump(mode="json"),
+    }
+
+
+@app.command()
+@handles_errors
+def events(
+    attempt: Annotated[Optional[str], typer.Option(help="Only this attempt's events.")] = None,
+    trace: Annotated[Optional[str], typer.Option(help="Only this trace's events.")] = None,
+    after: Annotated[int, typer.Option(min=0, help="Only events after this position.")] = 0,
+    limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many events.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List events in global order: a table for people, JSON lines with --json."""
+    with open_store(db) as store:
+        rows = store.read(attempt_id=attempt, trace_id=trace, after=after, limit=limit)
+    if as_json:
+        for stored in rows:
+            emit_json_line(stored_to_dict(stored))
+        return
+    table = Table(title=f"{len(rows)} events", show_lines=False)
+    for column in ("pos", "stream", "ver", "type", "what"):
+        table.add_column(column, overflow="fold" if column == "what" else "ellipsis")
+    for stored in rows:
+        table.add_row(str(stored.position), term_text(stored.stream), str(stored.version),
+                      stored.type, term_text(event_summary(stored)))
+    console.print(table)
+
+
+@app.command()
+@handles_errors
+def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """List attempts with their trace, API and event counts."""
+    with open_store(db) as store:
+        listing = []
+        for stream, count in store.streams("attempt:"):
+            first = store.read(stream=stream, limit=1)
+            started = first[0].event if first else None
+            listing.append({
+                "attempt_id": stream.split(":", 1)[1], "events": count,
+                "trace_id": getattr(started, "trace_id", None),
+                "api": getattr(started, "api", None),
+                "first_position": first[0].position if first else None,
+            })
+    if as_json:
+        emit_json({"attempts": listing})
+        return
+    table = Table(title=f"{len(listing)} attempts")
+    for column in ("attempt", "trace", "api", "events", "first pos"):
+        table.add_column(column)
+    for row in listing:
+        table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
+                      term_text(row["api"] or ""), str(row["events"]),
+                      str(row["first_position"]))
+    console.print(table)
+
+
+@app.command()
+@handles_errors
+def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
+    """Recompute the hash chain; exit non-zero naming the first broken position."""
+    with open_store(db) as store:
+        result = store.verify()
+    if as_json:
+        emit_json({"ok": result.ok, "count": result.count,
+                   "first_broken_position": result.first_broken_position,
+                   "reason": result.reason, "head_hash": result.head_hash})
+        if not result.ok:
+            raise typer.Exit(ChainBroken.exit_code)
+        return
+    if result.ok:
+        console.print(f"ok {result.count} events (head {result.head_hash[:16]})")
+        return
+    assert result.first_broken_position is not None
+    raise ChainBroken(f"chain broken at position {result.first_broken_position}: "
+                      f"{result.reason} ({result.count} events verified before it)",
+                      position=result.first_broken_position)

@@ -1,0 +1,247 @@
+"""Turn an input file's bytes into the events that record it (pure: bytes in, plan out).
+
+Two kinds of input are accepted:
+
+* a **decoded projection** — a JSON array of native event objects with local labels, in the
+  form seed 003 writes S1, S2 and T1 (``{"type": "response.output_text.delta", …}``,
+  ``{"contentBlockDelta": …}``, ``{"local": "stop"}``, ``{"local": "drain", "outcome": …}``);
+* a **capture** — the raw body bytes an application received (SSE, NDJSON, Gemini JSON
+  array, AWS event stream …), decoded by ``tracestore.wire`` and ``tracestore.providers``.
+
+Event ids are derived from (attempt, content hash, index), so ingesting the same file into
+the same attempt twice is a reported no-op rather than a duplicate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracestore.errors import InputError, WireError
+from tracestore.events import (
+    AttemptStarted,
+    CaptureStored,
+    FrameReceived,
+    LocalStopped,
+    NewEvent,
+    TaskRule,
+    TraceOpened,
+    TransportDrained,
+    attempt_stream,
+    trace_stream,
+)
+
+_ID_NAMESPACE = uuid.UUID("5b0c7f3e-29a4-4c1e-9d8e-7a1f0c2b4d6e")
+DRAIN_OUTCOMES = ("clean", "eof", "error", "reset")
+PROJECTION_APIS = ("openai-responses", "bedrock-converse-stream")
+_BEDROCK_MEMBERS = frozenset({
+    "messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
+    "messageStop", "metadata",
+})
+
+
+@dataclass(frozen=True)
+class IngestPlan:
+    attempt_id: str
+    trace_id: str
+    api: str
+    kind: str
+    "``projection`` or ``capture``."
+    framing: str
+    sha256: str
+    events: list[NewEvent]
+    blob: bytes
+    frames: int
+    drain: str | None
+    "The drain outcome the input shows (None when a projection supplied none)."
+
+
+def event_id(*parts: object) -> str:
+    return str(uuid.uuid5(_ID_NAMESPACE, "\x1f".join(str(p) for p in parts)))
+
+
+def default_attempt_id(filename: str | None, sha256: str) -> str:
+    stem = (filename or "input").rsplit("/", 1)[-1].split(".", 1)[0] or "input"
+    return f"{stem}-{sha256[:8]}"
+
+
+# -- projections ------------------------------------------------------------------------
+
+def is_label(element: Any) -> bool:
+    return isinstance(element, Mapping) and "local" in element
+
+
+def projection_api_of(element: Any) -> str | None:
+    """Which API a decoded native object belongs to, judged by its shape alone."""
+    if not isinstance(element, Mapping) or not element:
+        return None
+    if isinstance(element.get("type"), str):
+        return "openai-responses"
+    if len(element) == 1:
+        (member,) = element.keys()
+        if member in _BEDROCK_MEMBERS or str(member).endswith("Exception"):
+            return "bedrock-converse-stream"
+    return None
+
+
+def looks_like_projection(elements: Sequence[Any]) -> bool:
+    """True when every element is a local label or a seed-003-shaped native object."""
+    return bool(elements) and all(
+        is_label(e) or projection_api_of(e) is not None for e in elements)
+
+
+def detect_projection_api(elements: Sequence[Any]) -> str:
+    apis = {projection_api_of(e) for e in elements if not is_label(e)} - {None}
+    if len(apis) == 1:
+        return apis.pop()  # type: ignore[return-value]
+    if not apis:
+        raise InputError("the projection holds no native events to tell the API from; "
+                         "pass --api", code="unknown_api")
+    raise InputError(f"the projection mixes native events of {sorted(apis)}; one attempt "
+                     "holds one API's events", code="mixed_apis")
+
+
+def _label_event(element: Mapping[str, Any], index: int, attempt_id: str) -> Any:
+    label = element.get("local")
+    if label == "stop":
+        return LocalStopped(attempt_id=attempt_id, reader="ingest",
+                            by=_opt_str(element.get("by")))
+    if label == "drain":
+        outcome = element.get("outcome")
+        if outcome not in DRAIN_OUTCOMES:
+            raise InputError(
+                f"element {index}: drain outcome {outcome!r} is not one of "
+                f"{', '.join(DRAIN_OUTCOMES)}", code="unknown_label", index=index)
+        return TransportDrained(attempt_id=attempt_id, outcome=outcome, reader="ingest",
+                                detail=_opt_str(element.get("detail")))
+    raise InputError(f"element {index}: unknown local label {label!r} (expected 'stop' or "
+                     "'drain')", code="unknown_label", index=index)
+
+
+def _opt_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
+                    filename: str | None, attempt_id: str | None, trace_id: str | None,
+                    api: str, task: TaskRule | None = None) -> IngestPlan:
+    """Plan the events for a decoded projection: ``frames`` are (offset, length, element)."""
+    elements = [element for _, _, element in frames]
+    for index, element in enumerate(elements):
+        if not isinstance(element, Mapping):
+            raise InputError(f"element {index} is a {type(element).__name__}, not an object",
+                             code="invalid_shape", index=index)
+    if api == "auto":
+        api = detect_projection_api(elements)
+    elif api not in PROJECTION_APIS:
+        raise InputError(f"--api {api!r}: projections are {', '.join(PROJECTION_APIS)} or auto",
+                         code="unknown_api")
+    sha = hashlib.sha256(data).hexdigest()
+    attempt = attempt_id or default_attempt_id(filename, sha)
+    trace = trace_id or attempt
+    body: list[Any] = []
+    drain: str | None = None
+    for index, (offset, length, element) in enumerate(frames):
+        if is_label(element):
+            event = _label_event(element, index, attempt)
+            drain = getattr(event, "outcome", drain)
+        else:
+            if projection_api_of(element) not in (api, None):
+                raise InputError(f"element {index} is not a {api} event",
+                                 code="mixed_apis", index=index)
+            event = FrameReceived(attempt_id=attempt, api=api, native=dict(element),
+                                  kinds=_kinds(api, element), reader="ingest", index=index,
+                                  capture_sha256=sha, offset=offset, length=length)
+        body.append(event)
+    events = _envelope(attempt, trace, api, sha, len(data), "projection", filename, task,
+                       origin="synthetic projection", body=body)
+    return IngestPlan(attempt, trace, api, "projection", "json-array", sha, events, data,
+                      len(frames), drain)
+
+
+def _kinds(api: str, native: Any, event_name: str | None = None) -> tuple[str, ...]:
+    from tracestore.providers.base import make_normalizer
+
+    return tuple(o.kind for o in make_normalizer(api).feed(native, event_name))
+
+
+def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: str,
+              filename: str | None, task: TaskRule | None, *, origin: str,
+              body: Sequence[Any]) -> list[NewEvent]:
+    """trace.opened, attempt.started, capture.stored, then the body, with stable ids."""
+    head: list[tuple[str, str, Any]] = [
+        (trace_stream(trace), event_id("trace", trace),
+         TraceOpened(trace_id=trace, task=task, origin=origin)),
+        (attempt_stream(attempt), event_id(attempt, sha, "started"),
+         AttemptStarted(attempt_id=attempt, trace_id=trace, api=api, reader="ingest")),
+        (attempt_stream(attempt), event_id(attempt, sha, "capture"),
+         CaptureStored(attempt_id=attempt, sha256=sha, size=size, framing=framing,
+                       filename=filename)),
+    ]
+    events = [NewEvent(stream, e, id=eid, trace_id=trace) for stream, eid, e in head]
+    events += [NewEvent(attempt_stream(attempt), e, id=event_id(attempt, sha, "body", i),
+                        trace_id=trace) for i, e in enumerate(body)]
+    return events
+
+
+# -- captures ---------------------------------------------------------------------------
+
+def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id: str | None,
+                 trace_id: str | None, task: TaskRule | None = None) -> IngestPlan:
+    """Plan the events for a decoded capture (a ``providers.capture.CaptureReading``)."""
+    sha = hashlib.sha256(data).hexdigest()
+    attempt = attempt_id or default_attempt_id(filename, sha)
+    trace = trace_id or attempt
+    body: list[Any] = [
+        FrameReceived(attempt_id=attempt, api=reading.provider, native=frame.native,
+                      kinds=tuple(o.kind for o in frame.observations),
+                      event_name=frame.event_name, reader="ingest", index=frame.index,
+                      capture_sha256=sha, offset=frame.offset, length=frame.length)
+        for frame in reading.frames
+    ]
+    drain, detail = capture_drain(reading)
+    body.append(TransportDrained(attempt_id=attempt, outcome=drain, detail=detail,
+                                 reader="ingest"))
+    events = _envelope(attempt, trace, reading.provider, sha, len(data), reading.framing,
+                       filename, task, origin="framed capture", body=body)
+    return IngestPlan(attempt, trace, reading.provider, "capture", reading.framing, sha,
+                      events, data, len(reading.frames), drain)
+
+
+def capture_drain(reading: Any) -> tuple[str, str | None]:
+    """The drain the bytes show: clean only when the capture ended after a native terminal."""
+    truncation = reading.truncation
+    if truncation is not None:
+        return "eof", (f"input ended inside a frame at byte {truncation.offset} "
+                       f"({truncation.code})")
+    if not reading.terminal_seen:
+        return "eof", "input ended before the native terminal"
+    return "clean", None
+
+
+def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | None = None,
+                trace_id: str | None = None, provider: str = "auto",
+                chunk_size: int | None = None, task: TaskRule | None = None) -> IngestPlan:
+    """Decide whether ``data`` is a projection or a capture, and plan its events."""
+    from tracestore.providers.capture import read_capture
+    from tracestore.providers.strictjson import strict_loads
+    from tracestore.wire import decode_bytes, framing_for_path
+
+    if not data.strip():
+        raise InputError("the input is empty", code="empty_input")
+    framing = framing_for_path(filename or "", data[:4096])
+    if framing == "json-array" and provider in ("auto", *PROJECTION_APIS):
+        frames, truncation = decode_bytes(data, "json-array", chunk_size=chunk_size)
+        if truncation is not None:
+            raise WireError("the JSON array ends before its closing ']'",
+                            code=truncation.code, offset=truncation.offset)
+        parsed = [(f.offset, f.length, strict_loads(f.text, offset=f.offset)) for f in frames]
+        if looks_like_projection([p[2] for p in parsed]) or provider in PROJECTION_APIS:
+            return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
+                                   trace_id=trace_id, api=provider, task=task)
+    reading = read_capture(data, provider=provider, filename=filename, chunk_size=chunk_size)
+    return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,
+                        trace_id=trace_id, task=task)
