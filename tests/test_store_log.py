@@ -115,3 +115,16 @@ def test_unreachable_postgres_is_a_store_error() -> None:
     with pytest.raises(StoreError) as caught:
         EventStore("postgresql://nobody@127.0.0.1:1/none")
     assert caught.value.code == "database_unavailable"
+
+
+@pytest.mark.parametrize("statement", ["UPDATE ts_events SET payload = '{}'",
+                                       "DELETE FROM ts_events"])
+def test_the_database_itself_refuses_update_and_delete(store: EventStore, statement: str) -> None:
+    from sqlalchemy.exc import DBAPIError
+
+    store.append([frame("a", 0), frame("a", 1)])
+    with pytest.raises(DBAPIError, match="append-only"):
+        with store._writer.begin() as conn:
+            conn.exec_driver_sql(statement)
+    assert [e.position for e in store.read()] == [1, 2]
+    assert store.verify().ok

@@ -88,9 +88,14 @@ def projection_api_of(element: Any) -> str | None:
 
 
 def looks_like_projection(elements: Sequence[Any]) -> bool:
-    """True when every element is a local label or a seed-003-shaped native object."""
-    return bool(elements) and all(
-        is_label(e) or projection_api_of(e) is not None for e in elements)
+    """True when any element is a local label or a seed-003-shaped native object.
+
+    Gemini's JSON-array captures hold ``GenerateContentResponse`` objects (``candidates``,
+    ``usageMetadata``), which never have a ``type``, a ``local`` label or a single Bedrock
+    member key, so one such element is enough to tell a projection from a capture; the
+    projection planner then rejects any element that is neither.
+    """
+    return any(is_label(e) or projection_api_of(e) is not None for e in elements)
 
 
 def detect_projection_api(elements: Sequence[Any]) -> str:
@@ -226,7 +231,6 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
                 trace_id: str | None = None, provider: str = "auto",
                 chunk_size: int | None = None, task: TaskRule | None = None) -> IngestPlan:
     """Decide whether ``data`` is a projection or a capture, and plan its events."""
-    from tracestore.providers.capture import read_capture
     from tracestore.providers.strictjson import strict_loads
     from tracestore.wire import decode_bytes, framing_for_path
 
@@ -242,6 +246,8 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
         if looks_like_projection([p[2] for p in parsed]) or provider in PROJECTION_APIS:
             return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
                                    trace_id=trace_id, api=provider, task=task)
+    from tracestore.providers.capture import read_capture
+
     reading = read_capture(data, provider=provider, filename=filename, chunk_size=chunk_size)
     return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,
                         trace_id=trace_id, task=task)

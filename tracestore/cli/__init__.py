@@ -22,7 +22,18 @@ for _name in _COMMAND_MODULES:
 
 
 def main() -> None:
-    app()
+    """Entry point: run the app; an unexpected exception is reported as a bug, briefly."""
+    import os
+    import sys
+
+    try:
+        app()
+    except Exception as exc:  # noqa: BLE001 - last resort: bugs, not bad input
+        if os.environ.get("TRACESTORE_DEBUG"):
+            raise
+        sys.stderr.write(f"internal error (a tracestore bug): {type(exc).__name__}: {exc}\n"
+                         "set TRACESTORE_DEBUG=1 to see the traceback\n")
+        sys.exit(70)
 
 
 __all__ = ["app", "main"]

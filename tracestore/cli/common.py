@@ -32,8 +32,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
     Optional[str],
@@ -60,6 +60,9 @@ def handles_errors(func: F) -> F:
         except TracestoreError as exc:
             report_error(exc, as_json=bool(kwargs.get("as_json")))
             raise typer.Exit(exc.exit_code) from None
+        except BrokenPipeError:  # `tracestore events | head`: the reader left; not an error
+            _silence_stdout()
+            raise typer.Exit(0) from None
         except OSError as exc:  # a file we were told to read or write
             wrapped = InputError(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "),
                                  code="file_error")
@@ -67,6 +70,13 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(wrapped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _silence_stdout() -> None:
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 def report_error(exc: TracestoreError, *, as_json: bool) -> None:
