@@ -1,0 +1,357 @@
+"""The attempt view: what one stream attempt delivered, judged against its profile.
+
+The candidate answer is assembled ONLY from text deltas, per content block.  Source
+final-text events (``response.output_text.done``, the text inside ``response.completed``)
+are compared with the deltas and never appended: appending them is exactly the duplicated
+answer seed 003's S1 warns about.  Usage stays ``None`` when no metadata arrived — never an
+invented zero.
+
+Frames are re-normalized here (the ``kinds`` stored at ingest are for display only), so a
+projection depends on the native payloads and the normalizer, nothing else.  The fold is
+incremental (``AttemptFold.apply`` one event at a time) because the release decision must
+be judged at every global position, and the replay planner judges while it plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracestore.errors import InputError, NotFound
+from tracestore.events import (
+    AttemptStarted, FrameReceived, LocalStopped, StoredEvent, TraceOpened, TransportDrained,
+)
+from tracestore.projections import reasons as R
+from tracestore.projections.profiles import (
+    Profile, classify_error, classify_terminal, error_name, profile_for,
+)
+from tracestore.providers.base import Normalizer, make_normalizer
+from tracestore.providers.observations import Observation
+
+#: Observation kinds that carry no content and need no judgement.
+_BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive", "raw"})
+
+
+@dataclass(frozen=True, slots=True)
+class BlockText:
+    block: int | None
+    text: str
+    first_position: int
+    last_position: int
+    deltas: tuple[str, ...]
+    "The delta fragments in arrival order (the audit looks for them in other answers)."
+
+
+@dataclass(frozen=True, slots=True)
+class FinalTextCheck:
+    """A source final text compared with the deltas (never appended to them)."""
+
+    position: int
+    native_type: str
+    block: int | None
+    agrees: bool
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class NativeTerminal:
+    position: int
+    native_type: str
+    status: str | None
+    stop_reason: str | None
+    outcome: str
+    "Classified under the profile: normal, limited, failed, tool or unknown."
+
+
+@dataclass(frozen=True, slots=True)
+class NativeError:
+    position: int
+    name: str
+    error_code: str | None
+    message: str | None
+    classification: str
+    "failed (provider failure), exception (known) or unknown."
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """A form outside the profile; ``code`` is a reason code from ``reasons``."""
+
+    position: int
+    code: str
+    native_type: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    position: int
+    outcome: str
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptView:
+    attempt_id: str
+    trace_id: str
+    api: str
+    reader: str | None
+    retry_of: str | None
+    profile: str | None
+    started_at: int
+    frames: int
+    last_frame_position: int | None
+    blocks: tuple[BlockText, ...]
+    text: str
+    "The candidate: text blocks joined in the order they first appeared."
+    final_texts: tuple[FinalTextCheck, ...]
+    terminals: tuple[NativeTerminal, ...]
+    errors: tuple[NativeError, ...]
+    anomalies: tuple[Anomaly, ...]
+    stop_position: int | None
+    drain: Drain | None
+    usage: Mapping[str, Any] | None
+    usage_position: int | None
+    superseded_at: int | None
+    superseded_by: str | None
+
+    @property
+    def terminal(self) -> NativeTerminal | None:
+        return self.terminals[0] if self.terminals else None
+
+
+class AttemptFold:
+    """Mutable accumulator behind :class:`AttemptView`; feed events in position order."""
+
+    def __init__(self, start: StoredEvent, profile: Profile | None) -> None:
+        self.start = start
+        self.started: AttemptStarted = start.event
+        self.profile = profile
+        self.normalizer = _normalizer(self.started.api)
+        self.parts: dict[int | None, list[str]] = {}
+        self.block_pos: dict[int | None, list[int]] = {}
+        self.final_keys: set[tuple[str, int | None]] = set()
+        self.final_texts: list[FinalTextCheck] = []
+        self.terminals: list[NativeTerminal] = []
+        self.errors: list[NativeError] = []
+        self.anomalies: list[Anomaly] = []
+        self.frames = 0
+        self.last_frame_position: int | None = None
+        self.stop_position: int | None = None
+        self.drain: Drain | None = None
+        self.usage: Mapping[str, Any] | None = None
+        self.usage_position: int | None = None
+        self.superseded_at: int | None = None
+        self.superseded_by: str | None = None
+
+    # -- derived facts the release decision reads ------------------------------------
+    @property
+    def normal_ending(self) -> bool:
+        return bool(self.terminals) and self.terminals[0].outcome == "normal"
+
+    @property
+    def failed(self) -> bool:
+        return (any(t.outcome == "failed" for t in self.terminals)
+                or any(e.classification == "failed" for e in self.errors))
+
+    def text(self) -> str:
+        return "".join("".join(parts) for parts in self.parts.values())
+
+    # -- folding ---------------------------------------------------------------------
+    def apply(self, stored: StoredEvent) -> bool:
+        """Fold one event; True when it concerns this attempt (or supersedes it)."""
+        event = stored.event
+        if isinstance(event, AttemptStarted):
+            return self._maybe_superseded(stored, event)
+        if getattr(event, "attempt_id", None) != self.started.attempt_id:
+            return False
+        if isinstance(event, FrameReceived):
+            self._frame(stored.position, event)
+        elif isinstance(event, LocalStopped):
+            if self.stop_position is None:
+                self.stop_position = stored.position
+        elif isinstance(event, TransportDrained):
+            if self.drain is None:
+                self.drain = Drain(stored.position, event.outcome, event.detail)
+        else:
+            return False
+        return True
+
+    def _maybe_superseded(self, stored: StoredEvent, event: AttemptStarted) -> bool:
+        if (event.trace_id != self.started.trace_id or stored.position <= self.start.position
+                or event.attempt_id == self.started.attempt_id or self.superseded_at is not None):
+            return False
+        self.superseded_at, self.superseded_by = stored.position, event.attempt_id
+        return True
+
+    def _frame(self, position: int, frame: FrameReceived) -> None:
+        self.frames += 1
+        self.last_frame_position = position
+        if self.normalizer is None:
+            self._anomaly(position, R.UNKNOWN_NATIVE_FORM, frame.api, "no normalizer")
+            return
+        for obs in self.normalizer.feed(frame.native, frame.event_name):
+            self._observe(position, obs)
+
+    def _observe(self, position: int, obs: Observation) -> None:
+        kind = obs.kind
+        if kind in _BENIGN_KINDS:
+            return
+        if kind == "text_delta":
+            self._text(position, obs)
+        elif kind == "final_text":
+            self._final_text(position, obs)
+        elif kind == "terminal":
+            self._terminal(position, obs)
+        elif kind == "error":
+            self._error(position, obs)
+        elif kind == "usage":
+            if obs.usage is not None:  # a metadata event without usage leaves it absent
+                self.usage, self.usage_position = obs.usage, position
+        elif kind == "block_start":
+            self._block_start(position, obs)
+        elif kind.startswith("tool_call"):
+            self._tool(position, obs)
+        elif kind == "reasoning_delta":
+            if not (self.profile and self.profile.reasoning_allowed):
+                self._anomaly(position, R.NON_TEXT_CONTENT, obs.native_type, "reasoning")
+        else:  # unknown, and any kind added later that this projection does not know
+            self._anomaly(position, R.UNKNOWN_NATIVE_FORM, obs.native_type, kind)
+
+    def _text(self, position: int, obs: Observation) -> None:
+        if obs.block_type not in (None, "text"):  # e.g. a refusal: not an answer text
+            self._anomaly(position, R.NON_TEXT_CONTENT, obs.native_type, obs.block_type)
+            return
+        if self.terminals:
+            self._anomaly(position, R.CONTENT_AFTER_TERMINAL, obs.native_type)
+        text = obs.text or ""
+        if obs.block not in self.parts:
+            if not text:  # an empty delta opens no block (some models send one first)
+                return
+            self.parts[obs.block], self.block_pos[obs.block] = [], []
+            limit = self.profile.max_text_blocks if self.profile else 1
+            if len(self.parts) > limit:
+                self._anomaly(position, R.UNEXPECTED_TEXT_BLOCK, obs.native_type,
+                              f"block {obs.block}")
+        self.parts[obs.block].append(text)
+        self.block_pos[obs.block].append(position)
+
+    def _final_text(self, position: int, obs: Observation) -> None:
+        if obs.block_type not in (None, "text"):
+            self._anomaly(position, R.NON_TEXT_CONTENT, obs.native_type, obs.block_type)
+            return
+        key = (obs.native_type, obs.block)
+        duplicate = key in self.final_keys
+        self.final_keys.add(key)
+        # A final text names its block when the provider does; otherwise (or when the
+        # index scheme differs from the deltas') it must agree with the whole candidate.
+        reference = ("".join(self.parts[obs.block]) if obs.block in self.parts
+                     else self.text())
+        agrees = (obs.text or "") == reference
+        self.final_texts.append(FinalTextCheck(position, obs.native_type, obs.block, agrees,
+                                               duplicate))
+        if duplicate:
+            self._anomaly(position, R.DUPLICATE_FINAL_TEXT, obs.native_type)
+        if not agrees:
+            self._anomaly(position, R.FINAL_TEXT_MISMATCH, obs.native_type)
+
+    def _terminal(self, position: int, obs: Observation) -> None:
+        outcome = classify_terminal(self.profile, obs) if self.profile else "unknown"
+        if self.terminals:
+            self._anomaly(position, R.DUPLICATE_TERMINAL, obs.native_type)
+        self.terminals.append(NativeTerminal(position, obs.native_type, obs.status,
+                                             obs.stop_reason, outcome))
+        if outcome == "tool" and not (self.profile and self.profile.tools_allowed):
+            self._anomaly(position, R.TOOL_USE_NOT_ALLOWED, obs.native_type, obs.stop_reason)
+        elif outcome in ("unknown", "tool"):
+            self._anomaly(position, R.UNKNOWN_STOP_REASON, obs.native_type,
+                          obs.stop_reason or obs.status)
+
+    def _error(self, position: int, obs: Observation) -> None:
+        classification = classify_error(self.profile, obs) if self.profile else "unknown"
+        self.errors.append(NativeError(position, error_name(obs), obs.error_code, obs.message,
+                                       classification))
+
+    def _block_start(self, position: int, obs: Observation) -> None:
+        block_type = (obs.block_type or "text").lower()
+        if "tool" in block_type:
+            self._tool(position, obs)
+        elif block_type != "text" and not (
+                block_type.startswith("reason") and self.profile
+                and self.profile.reasoning_allowed):
+            self._anomaly(position, R.NON_TEXT_CONTENT, obs.native_type, block_type)
+
+    def _tool(self, position: int, obs: Observation) -> None:
+        # Recorded by name only: tool arguments are never copied into any text.
+        if not (self.profile and self.profile.tools_allowed):
+            self._anomaly(position, R.TOOL_USE_NOT_ALLOWED, obs.native_type, obs.tool_name)
+
+    def _anomaly(self, position: int, code: str, native_type: str,
+                 detail: str | None = None) -> None:
+        self.anomalies.append(Anomaly(position, code, native_type, detail))
+
+    # -- the frozen view -------------------------------------------------------------
+    def view(self) -> AttemptView:
+        s = self.started
+        blocks = tuple(
+            BlockText(b, "".join(p), self.block_pos[b][0], self.block_pos[b][-1], tuple(p))
+            for b, p in self.parts.items())
+        return AttemptView(
+            attempt_id=s.attempt_id, trace_id=s.trace_id, api=s.api, reader=s.reader,
+            retry_of=s.retry_of, profile=self.profile.name if self.profile else None,
+            started_at=self.start.position, frames=self.frames,
+            last_frame_position=self.last_frame_position, blocks=blocks, text=self.text(),
+            final_texts=tuple(self.final_texts), terminals=tuple(self.terminals),
+            errors=tuple(self.errors), anomalies=tuple(self.anomalies),
+            stop_position=self.stop_position, drain=self.drain, usage=self.usage,
+            usage_position=self.usage_position, superseded_at=self.superseded_at,
+            superseded_by=self.superseded_by)
+
+
+def _normalizer(api: str) -> Normalizer | None:
+    try:
+        return make_normalizer(api)
+    except InputError:  # an API without a normalizer: every frame becomes an anomaly
+        return None
+
+
+def visible(events: Sequence[StoredEvent], upto: int | None) -> Sequence[StoredEvent]:
+    """The events judged: those at or before ``upto`` (all when ``None``)."""
+    if upto is None:
+        return events
+    return [e for e in events if e.position <= upto]
+
+
+def find_start(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
+    for stored in events:
+        if isinstance(stored.event, AttemptStarted) and stored.event.attempt_id == attempt_id:
+            return stored
+    raise NotFound(f"attempt {attempt_id!r} has no attempt.started event in the log",
+                   attempt_id=attempt_id)
+
+
+def find_trace(events: Sequence[StoredEvent], trace_id: str) -> TraceOpened | None:
+    for stored in events:
+        if isinstance(stored.event, TraceOpened) and stored.event.trace_id == trace_id:
+            return stored.event
+    return None
+
+
+def start_fold(events: Sequence[StoredEvent], attempt_id: str) -> tuple[AttemptFold,
+                                                                        TraceOpened | None]:
+    """A fresh fold for ``attempt_id`` with its profile resolved from the log."""
+    start = find_start(events, attempt_id)
+    trace = find_trace(events, start.event.trace_id)
+    profile = profile_for(start.event.api, trace.profile if trace else None)
+    return AttemptFold(start, profile), trace
+
+
+def project_attempt(events: Sequence[StoredEvent], attempt_id: str, *,
+                    upto: int | None = None) -> AttemptView:
+    """The attempt as of global position ``upto`` (events after it are ignored)."""
+    events = visible(events, upto)
+    fold, _ = start_fold(events, attempt_id)
+    for stored in events:
+        fold.apply(stored)
+    return fold.view()

@@ -1,0 +1,186 @@
+"""Destinations and audit: which destination holds which answer, and what broke the policy.
+
+Policy (seed 003): before release only the fixed progress text may be shown; on release the
+answer goes to the UI, ONE history entry, export and copy — once.  ``destination.written``
+events record every write, whether the replay harness made it by following the policy or a
+real application's log was recorded (``source="application"``).  The audit compares those
+writes with the release decisions recomputed from the same log, so a buggy application
+(a second history entry, old text appended to a retry) is caught by evidence, not trust.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tracestore.events import ANSWER_DESTINATIONS, DestinationWritten, StoredEvent
+from tracestore.projections import reasons as R
+from tracestore.projections.attempt import AttemptView
+from tracestore.projections.release import ReleaseDecision, ReleaseJudge, trace_attempts
+
+#: The only text a destination may show before release (what the replay harness writes).
+PROGRESS_TEXT: Final = "Generating answer…"
+
+#: Old-attempt fragments shorter than this are not searched for: a stray "." or "The" in a
+#: new answer proves nothing.  Whole old block texts are always searched.
+MIN_FRAGMENT_CHARS: Final = 8
+
+
+@dataclass(frozen=True, slots=True)
+class DestinationEntry:
+    text: str
+    sha256: str
+    position: int
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "sha256": self.sha256, "position": self.position,
+                "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptDestinations:
+    attempt_id: str
+    trace_id: str
+    destinations: Mapping[str, tuple[DestinationEntry, ...]]
+    "ui, history, export, copy → every write, in position order."
+    progress: tuple[DestinationEntry, ...]
+    decision: ReleaseDecision
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "attempt_id": self.attempt_id, "trace_id": self.trace_id,
+            "status": self.decision.status,
+            "destinations": {d: [e.to_dict() for e in self.destinations[d]]
+                             for d in ANSWER_DESTINATIONS},
+            "progress": [e.to_dict() for e in self.progress],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    code: str
+    attempt_id: str
+    destination: str
+    position: int
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "attempt_id": self.attempt_id,
+                "destination": self.destination, "position": self.position,
+                "message": self.message}
+
+
+@dataclass(frozen=True, slots=True)
+class AuditReport:
+    attempts: tuple[AttemptDestinations, ...]
+    violations: tuple[Violation, ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"attempts": [a.to_dict() for a in self.attempts],
+                "violations": [v.to_dict() for v in self.violations]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    view: AttemptView
+    decision: ReleaseDecision
+
+
+def _judge_all(events: Sequence[StoredEvent], trace_id: str | None) -> dict[str, _Judged]:
+    judged: dict[str, _Judged] = {}
+    for attempt_id in trace_attempts(events, trace_id):
+        judge = ReleaseJudge.for_attempt(events, attempt_id)
+        for stored in events:
+            judge.feed(stored)
+        judged[attempt_id] = _Judged(judge.view(), judge.decision())
+    return judged
+
+
+def _writes(events: Sequence[StoredEvent], attempts: Mapping[str, _Judged]
+            ) -> list[tuple[int, DestinationWritten]]:
+    return [(e.position, e.event) for e in events
+            if isinstance(e.event, DestinationWritten) and e.event.attempt_id in attempts]
+
+
+def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> AuditReport:
+    """Per attempt, what each destination holds; and every policy violation found."""
+    judged = _judge_all(events, trace_id)
+    writes = _writes(events, judged)
+    report = []
+    for attempt_id, j in judged.items():
+        mine = [(p, w) for p, w in writes if w.attempt_id == attempt_id]
+        dests = {d: tuple(_entry(p, w) for p, w in mine if w.destination == d)
+                 for d in ANSWER_DESTINATIONS}
+        progress = tuple(_entry(p, w) for p, w in mine if w.destination == "progress")
+        report.append(AttemptDestinations(attempt_id, j.view.trace_id, dests, progress,
+                                          j.decision))
+    return AuditReport(tuple(report), tuple(_violations(writes, judged)))
+
+
+def _entry(position: int, write: DestinationWritten) -> DestinationEntry:
+    return DestinationEntry(write.text, write.sha256, position, write.source)
+
+
+def _violations(writes: list[tuple[int, DestinationWritten]],
+                judged: Mapping[str, _Judged]) -> list[Violation]:
+    found: list[Violation] = []
+    seen: Counter[tuple[str, str]] = Counter()  # (attempt or trace, destination) → writes
+    for position, write in writes:
+        j = judged[write.attempt_id]
+
+        def flag(code: str, message: str) -> None:
+            found.append(Violation(code, write.attempt_id, write.destination, position,
+                                   message))
+
+        if write.destination == "progress":
+            if write.text != PROGRESS_TEXT:
+                flag(R.PROGRESS_NOT_FIXED, "progress shows text other than the fixed string")
+            continue
+        _check_release(j.decision, position, write, flag)
+        _check_old_text(j, judged, write.text, flag)
+        key = (j.view.trace_id if write.destination == "history" else write.attempt_id,
+               write.destination)
+        seen[key] += 1
+        if seen[key] > 1:
+            code = (R.DUPLICATE_HISTORY_ENTRY if write.destination == "history"
+                    else R.REPEATED_DESTINATION_WRITE)
+            flag(code, f"write #{seen[key]} to {write.destination}")
+    return found
+
+
+def _check_release(decision: ReleaseDecision, position: int, write: DestinationWritten,
+                   flag: Any) -> None:
+    if not decision.eligible:
+        flag(R.INELIGIBLE_TEXT_IN_DESTINATION,
+             f"attempt is {decision.status}, yet {write.destination} received its text")
+    elif decision.decided_at_position is not None and position < decision.decided_at_position:
+        flag(R.SHOWN_BEFORE_RELEASE,
+             f"written at {position}, released at {decision.decided_at_position}")
+    elif write.text != decision.answer:
+        flag(R.ANSWER_MISMATCH, "text differs from the released answer")
+
+
+def _check_old_text(j: _Judged, judged: Mapping[str, _Judged], text: str, flag: Any) -> None:
+    """Old text counts only where the destination holds it MORE often than this attempt's
+    own candidate does: a retry may legitimately repeat the old attempt's words."""
+    own = j.view.text
+    for other in judged.values():
+        if other.view.trace_id != j.view.trace_id or other.view.started_at >= j.view.started_at:
+            continue
+        for fragment in _fragments(other.view):
+            if text.count(fragment) > own.count(fragment):
+                flag(R.OLD_ATTEMPT_TEXT_IN_ANSWER,
+                     f"holds text of older attempt {other.view.attempt_id!r}")
+                return
+
+
+def _fragments(view: AttemptView) -> list[str]:
+    out: list[str] = []
+    for block in view.blocks:
+        out.extend(d for d in block.deltas if len(d.strip()) >= MIN_FRAGMENT_CHARS)
+        if block.text.strip():
+            out.append(block.text)
+    return list(dict.fromkeys(out))

@@ -1,0 +1,143 @@
+"""Stable codes: release statuses, reason codes, decision notes and audit violations.
+
+These strings are stored in ``release.decided`` events and matched by scripts, so they are
+part of the public contract: never rename one, add a new one instead.  Each is described
+in ``DESCRIPTIONS`` (the CLI and ``docs/release-policy.md`` show the same sentences) and a
+test checks that every constant here is documented there.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+#: Version of the release policy implemented by :mod:`tracestore.projections.release`.
+#: Recorded in every ``release.decided`` event so a later policy change is visible.
+POLICY_VERSION: Final = "seed003-v1"
+
+# --- statuses -------------------------------------------------------------------------
+RELEASED: Final = "released"
+PENDING: Final = "pending"
+STOPPED: Final = "stopped"
+SUPERSEDED: Final = "superseded"
+INTERRUPTED: Final = "interrupted"
+LIMITED: Final = "limited"
+FAILED: Final = "failed"
+REJECTED: Final = "rejected"
+HELD: Final = "held"
+
+STATUSES: Final = (RELEASED, PENDING, STOPPED, SUPERSEDED, INTERRUPTED, LIMITED, FAILED,
+                   REJECTED, HELD)
+
+# --- reasons: why an attempt was released -----------------------------------------------
+NORMAL_NATIVE_ENDING: Final = "normal_native_ending"
+CLEAN_DRAIN: Final = "clean_drain"
+SEMANTIC_ACCEPTED: Final = "semantic_accepted"
+
+# --- reasons: why it is still pending --------------------------------------------------
+AWAITING_NATIVE_TERMINAL: Final = "awaiting_native_terminal"
+AWAITING_DRAIN: Final = "awaiting_drain"
+
+# --- reasons: why it was not released --------------------------------------------------
+LOCAL_STOP_BEFORE_RELEASE: Final = "local_stop_before_release"
+SUPERSEDED_BY_NEWER_ATTEMPT: Final = "superseded_by_newer_attempt"
+NATIVE_EXCEPTION: Final = "native_exception"
+EXCEPTION_BEFORE_DRAIN: Final = "exception_before_drain"
+UNKNOWN_EXCEPTION: Final = "unknown_exception"
+NATIVE_FAILURE: Final = "native_failure"
+NATIVE_LIMIT_REACHED: Final = "native_limit_reached"
+NO_NATIVE_TERMINAL: Final = "no_native_terminal"
+DRAIN_EOF: Final = "drain_eof"
+DRAIN_ERROR: Final = "drain_error"
+DRAIN_RESET: Final = "drain_reset"
+SEMANTIC_REJECTED: Final = "semantic_rejected"
+NO_SEMANTIC_RULE: Final = "no_semantic_rule"
+TOOL_USE_NOT_ALLOWED: Final = "tool_use_not_allowed"
+UNEXPECTED_TEXT_BLOCK: Final = "unexpected_text_block"
+NON_TEXT_CONTENT: Final = "non_text_content"
+UNKNOWN_NATIVE_FORM: Final = "unknown_native_form"
+UNKNOWN_STOP_REASON: Final = "unknown_stop_reason"
+DUPLICATE_TERMINAL: Final = "duplicate_terminal"
+CONTENT_AFTER_TERMINAL: Final = "content_after_terminal"
+FINAL_TEXT_MISMATCH: Final = "final_text_mismatch"
+DUPLICATE_FINAL_TEXT: Final = "duplicate_final_text"
+METADATA_MISSING: Final = "metadata_missing"
+NO_PROFILE: Final = "no_profile"
+
+# --- notes: facts worth a reviewer's eye that do not change the decision ---------------
+METADATA_ABSENT: Final = "metadata_absent"
+STOP_AFTER_RELEASE: Final = "stop_after_release"
+SUPERSEDED_AFTER_DECISION: Final = "superseded_after_decision"
+FRAMES_AFTER_DECISION: Final = "frames_after_decision"
+
+# --- audit violations ------------------------------------------------------------------
+INELIGIBLE_TEXT_IN_DESTINATION: Final = "ineligible_text_in_destination"
+DUPLICATE_HISTORY_ENTRY: Final = "duplicate_history_entry"
+REPEATED_DESTINATION_WRITE: Final = "repeated_destination_write"
+OLD_ATTEMPT_TEXT_IN_ANSWER: Final = "old_attempt_text_in_answer"
+SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
+ANSWER_MISMATCH: Final = "answer_mismatch"
+PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
+
+DESCRIPTIONS: Final[dict[str, str]] = {
+    # statuses
+    RELEASED: "The answer met every release condition and went to the destinations once.",
+    PENDING: "Not decided yet: the log does not (yet) hold a deciding event.",
+    STOPPED: "A local Stop came before the answer was released; late events cannot release it.",
+    SUPERSEDED: "A newer attempt of the same trace was opened before this one was decided.",
+    INTERRUPTED: "The stream broke off: a native exception or a transport end without a "
+                 "normal native ending.",
+    LIMITED: "The native ending was a limit (e.g. max_tokens); a fluent partial is not accepted.",
+    FAILED: "The provider reported failure (failed terminal or error event).",
+    REJECTED: "The stream ended normally and drained cleanly, but the answer failed the "
+              "task's semantic rule.",
+    HELD: "Something outside the profile or policy was seen; a person must review it.",
+    # released
+    NORMAL_NATIVE_ENDING: "The native terminal is one the profile calls normal.",
+    CLEAN_DRAIN: "The transport drained cleanly after the native ending.",
+    SEMANTIC_ACCEPTED: "The answer matched every answer pattern and no forbidden pattern.",
+    # pending
+    AWAITING_NATIVE_TERMINAL: "No native terminal has been observed yet.",
+    AWAITING_DRAIN: "No transport drain has been observed yet.",
+    # not released
+    LOCAL_STOP_BEFORE_RELEASE: "The user or application stopped this attempt before release.",
+    SUPERSEDED_BY_NEWER_ATTEMPT: "A newer attempt on the same trace was opened first.",
+    NATIVE_EXCEPTION: "A native exception arrived before any normal native ending.",
+    EXCEPTION_BEFORE_DRAIN: "A native exception arrived after the normal ending but before "
+                            "the clean drain.",
+    UNKNOWN_EXCEPTION: "A native error whose name the profile does not know.",
+    NATIVE_FAILURE: "A failure terminal (response.failed) or failure error event.",
+    NATIVE_LIMIT_REACHED: "The native stop reason is a limit (max_tokens, max_output_tokens).",
+    NO_NATIVE_TERMINAL: "The transport ended without any native terminal.",
+    DRAIN_EOF: "The transport ended by EOF (not a clean drain).",
+    DRAIN_ERROR: "The transport ended with an error.",
+    DRAIN_RESET: "The transport was reset.",
+    SEMANTIC_REJECTED: "The answer failed the task's semantic rule.",
+    NO_SEMANTIC_RULE: "The trace carries no semantic rule, so no answer can be accepted.",
+    TOOL_USE_NOT_ALLOWED: "A tool call (or tool_use stop reason) in a profile without tools; "
+                          "never dispatched, never stringified into the answer.",
+    UNEXPECTED_TEXT_BLOCK: "More text blocks than the profile allows.",
+    NON_TEXT_CONTENT: "Non-text content (reasoning delta, non-text block) the profile excludes.",
+    UNKNOWN_NATIVE_FORM: "A native event the normalizer did not recognise.",
+    UNKNOWN_STOP_REASON: "A native terminal the profile neither calls normal, limited nor failed.",
+    DUPLICATE_TERMINAL: "A second native terminal for the same attempt.",
+    CONTENT_AFTER_TERMINAL: "Content arrived after the native terminal.",
+    FINAL_TEXT_MISMATCH: "A source final text disagrees with the text assembled from deltas.",
+    DUPLICATE_FINAL_TEXT: "The same source final-text event arrived twice for one block.",
+    METADATA_MISSING: "The profile requires accounting metadata and none arrived.",
+    NO_PROFILE: "No release profile fits this attempt's API, so nothing can be released.",
+    # notes
+    METADATA_ABSENT: "No usage/metadata was observed; recorded as absent, never as zero.",
+    STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",
+    SUPERSEDED_AFTER_DECISION: "A newer attempt was opened after this one was decided.",
+    FRAMES_AFTER_DECISION: "Native frames arrived after the decision; they changed nothing.",
+    # violations
+    INELIGIBLE_TEXT_IN_DESTINATION: "A destination holds text of an attempt that was not "
+                                    "released.",
+    DUPLICATE_HISTORY_ENTRY: "A second history entry for the same trace.",
+    REPEATED_DESTINATION_WRITE: "A destination (ui, export, copy) written twice for one attempt.",
+    OLD_ATTEMPT_TEXT_IN_ANSWER: "Text of an older attempt appears in a newer attempt's "
+                                "destination.",
+    SHOWN_BEFORE_RELEASE: "An answer destination was written before the release position.",
+    ANSWER_MISMATCH: "A destination holds text other than the released answer.",
+    PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
+}

@@ -1,0 +1,204 @@
+"""The release decision (seed 003's policy, made executable).
+
+An answer is released only when, at some global position, all of these hold: the attempt
+is the active one of its trace and was not locally stopped; its output fits the profile;
+it ended by a normal native terminal; the transport drained cleanly with no exceptional
+event before; and the answer passed the task's semantic rule.
+
+The decision is judged incrementally, event by event in global position order, and the
+FIRST final outcome sticks: once released at position P a later Stop or late exception
+does not undo it, and once stopped, a late normal ending cannot release.  Wall-clock
+times are never consulted.  ``ReleaseJudge`` is the incremental form (the replay planner
+feeds it while it plans); ``decide_release`` is the batch form the CLI uses — both run the
+same code, so a recorded ``release.decided`` and a recomputed decision agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracestore.events import AttemptStarted, StoredEvent, TaskRule, TraceOpened
+from tracestore.projections import reasons as R
+from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
+from tracestore.projections.semantics import Judgement, judge, sha256_text
+
+_DRAIN_REASON = {"eof": R.DRAIN_EOF, "error": R.DRAIN_ERROR, "reset": R.DRAIN_RESET}
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseDecision:
+    attempt_id: str
+    trace_id: str
+    eligible: bool
+    status: str
+    reasons: tuple[str, ...]
+    decided_at_position: int | None
+    "Position of the event that made the outcome final; None while pending."
+    answer: str | None
+    "The released answer; None unless released."
+    answer_sha256: str | None
+    notes: tuple[str, ...]
+    "Facts that did not change the decision (metadata_absent, stop_after_release …)."
+    judgement: Judgement | None = None
+    "The semantic verdict, when one was made (released or rejected)."
+    policy_version: str = R.POLICY_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CLI/JSON contract (``tracestore release ATTEMPT --json``)."""
+        return {
+            "attempt_id": self.attempt_id, "eligible": self.eligible, "status": self.status,
+            "reasons": list(self.reasons), "decided_at_position": self.decided_at_position,
+            "answer": self.answer, "answer_sha256": self.answer_sha256,
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    status: str
+    reasons: tuple[str, ...]
+    judgement: Judgement | None = None
+
+
+def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
+    """The outcome if the facts folded so far make it final, else None.
+
+    Only the newest event can make it final (earlier states were not), so the order of
+    checks matters only for a single native event carrying several facts.
+    """
+    if fold.stop_position is not None:
+        return _Outcome(R.STOPPED, (R.LOCAL_STOP_BEFORE_RELEASE,))
+    if fold.superseded_at is not None:
+        return _Outcome(R.SUPERSEDED, (R.SUPERSEDED_BY_NEWER_ATTEMPT,))
+    if fold.profile is None:
+        return _Outcome(R.HELD, (R.NO_PROFILE,))
+    if fold.failed:
+        return _Outcome(R.FAILED, (R.NATIVE_FAILURE,))
+    if fold.errors:
+        return _exception_outcome(fold)
+    if fold.anomalies:
+        return _Outcome(R.HELD, tuple(dict.fromkeys(a.code for a in fold.anomalies)))
+    if fold.terminals and fold.terminals[0].outcome == "limited":
+        return _Outcome(R.LIMITED, (R.NATIVE_LIMIT_REACHED,))
+    if fold.drain is None:
+        return None
+    return _drained_outcome(fold, rule)
+
+
+def _exception_outcome(fold: AttemptFold) -> _Outcome:
+    if any(e.classification == "unknown" for e in fold.errors):
+        return _Outcome(R.HELD, (R.UNKNOWN_EXCEPTION,))
+    if fold.normal_ending:  # the answer looked complete, but the stream did not end cleanly
+        return _Outcome(R.HELD, (R.EXCEPTION_BEFORE_DRAIN,))
+    return _Outcome(R.INTERRUPTED, (R.NATIVE_EXCEPTION,))
+
+
+def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
+    assert fold.drain is not None and fold.profile is not None
+    missing = () if fold.terminals else (R.NO_NATIVE_TERMINAL,)
+    if fold.drain.outcome != "clean":
+        return _Outcome(R.INTERRUPTED, missing + (_DRAIN_REASON[fold.drain.outcome],))
+    if missing:
+        return _Outcome(R.INTERRUPTED, missing)
+    if fold.profile.metadata_required and fold.usage is None:
+        return _Outcome(R.HELD, (R.METADATA_MISSING,))
+    if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
+        return _Outcome(R.HELD, (R.NO_SEMANTIC_RULE,))
+    verdict = judge(rule, fold.text())
+    if verdict.verdict == "accepted":
+        return _Outcome(R.RELEASED, (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.SEMANTIC_ACCEPTED),
+                        verdict)
+    return _Outcome(R.REJECTED, (R.SEMANTIC_REJECTED,), verdict)
+
+
+def _pending_reasons(fold: AttemptFold) -> tuple[str, ...]:
+    reasons = () if fold.terminals else (R.AWAITING_NATIVE_TERMINAL,)
+    return reasons + ((R.AWAITING_DRAIN,) if fold.drain is None else ())
+
+
+class ReleaseJudge:
+    """Incremental release decision for one attempt: ``feed`` events in position order."""
+
+    def __init__(self, fold: AttemptFold, trace: TraceOpened | None) -> None:
+        self.fold = fold
+        self.rule = trace.task if trace else None
+        self.outcome: _Outcome | None = None
+        self.decided_at: int | None = None
+        # The start event itself may already decide (no profile): judge it once.
+        self._judge(fold.start.position)
+
+    @classmethod
+    def for_attempt(cls, events: Sequence[StoredEvent], attempt_id: str) -> ReleaseJudge:
+        fold, trace = start_fold(events, attempt_id)
+        return cls(fold, trace)
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome is not None
+
+    def feed(self, stored: StoredEvent) -> None:
+        if stored.position <= self.fold.start.position:
+            return
+        if self.fold.apply(stored) and self.outcome is None:
+            self._judge(stored.position)
+
+    def _judge(self, position: int) -> None:
+        self.outcome = _evaluate(self.fold, self.rule)
+        if self.outcome is not None:
+            self.decided_at = position
+
+    def decision(self) -> ReleaseDecision:
+        view = self.fold.view()
+        out = self.outcome or _Outcome(R.PENDING, _pending_reasons(self.fold))
+        released = out.status == R.RELEASED
+        answer = view.text if released else None
+        return ReleaseDecision(
+            attempt_id=view.attempt_id, trace_id=view.trace_id, eligible=released,
+            status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,
+            answer=answer, answer_sha256=sha256_text(answer) if answer is not None else None,
+            notes=_notes(view, out.status, self.decided_at), judgement=out.judgement)
+
+    def view(self) -> AttemptView:
+        return self.fold.view()
+
+
+def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str, ...]:
+    notes: list[str] = []
+    # Accounting is judged as of the decision: a late terminal after a Stop is not the
+    # ending the decision rested on, so its missing metadata is not worth a note.
+    terminal = view.terminal
+    if (terminal is not None and terminal.outcome == "normal" and view.usage is None
+            and (decided_at is None or terminal.position <= decided_at)):
+        notes.append(R.METADATA_ABSENT)
+    if decided_at is not None:
+        if status == R.RELEASED and view.stop_position is not None:
+            notes.append(R.STOP_AFTER_RELEASE)
+        if status != R.SUPERSEDED and view.superseded_at is not None:
+            notes.append(R.SUPERSEDED_AFTER_DECISION)
+        if view.last_frame_position is not None and view.last_frame_position > decided_at:
+            notes.append(R.FRAMES_AFTER_DECISION)
+    return tuple(notes)
+
+
+def decide_release(events: Sequence[StoredEvent], attempt_id: str, *,
+                   upto: int | None = None) -> ReleaseDecision:
+    """The decision for ``attempt_id`` as of global position ``upto`` (default: the end)."""
+    events = visible(events, upto)
+    judge_ = ReleaseJudge.for_attempt(events, attempt_id)
+    for stored in events:
+        judge_.feed(stored)
+    return judge_.decision()
+
+
+def trace_attempts(events: Sequence[StoredEvent], trace_id: str | None = None) -> list[str]:
+    """Attempt ids (of one trace, or all) in the order they were started."""
+    return [e.event.attempt_id for e in events if isinstance(e.event, AttemptStarted)
+            and (trace_id is None or e.event.trace_id == trace_id)]
+
+
+def decide_all(events: Sequence[StoredEvent], trace_id: str | None = None, *,
+               upto: int | None = None) -> list[ReleaseDecision]:
+    events = visible(events, upto)
+    return [decide_release(events, a) for a in trace_attempts(events, trace_id)]

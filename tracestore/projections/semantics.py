@@ -1,0 +1,69 @@
+"""Semantic acceptance: the task's rule (data) applied to a candidate answer.
+
+The rule travels with the trace (``TraceOpened.task``), so what "correct" means for a task
+is reviewable data, never Python.  Matching is case-insensitive on NFC-normalised text
+(both the text and the patterns are normalised), so a composed and a decomposed "é" agree.
+Acceptance never requires one exact string: the rule lists facts that must be present and
+statements that must be absent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+from tracestore.errors import InputError
+from tracestore.events import TaskRule
+
+Verdict = Literal["accepted", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The verdict on one candidate text, with the patterns that decided a rejection."""
+
+    verdict: Verdict
+    failed_patterns: tuple[str, ...]
+    "Answer patterns that did not match, then forbidden patterns that did."
+    answer_sha256: str
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def normalize(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+@lru_cache(maxsize=512)
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(normalize(pattern), re.IGNORECASE)
+    except re.error as exc:
+        raise InputError(f"semantic pattern {pattern!r} is not a valid regular expression: "
+                         f"{exc}", code="invalid_pattern", pattern=pattern) from exc
+
+
+def validate_rule(rule: TaskRule) -> None:
+    """Compile every pattern now, so a bad rule fails at input time, not mid-replay."""
+    for pattern in (*rule.answer_patterns, *rule.forbidden_patterns):
+        _compile(pattern)
+
+
+def judge_semantics(rule: TaskRule, text: str) -> tuple[Verdict, tuple[str, ...]]:
+    """``("accepted", ())`` when all answer patterns match and no forbidden one does."""
+    subject = normalize(text)
+    missing = [p for p in rule.answer_patterns if not _compile(p).search(subject)]
+    forbidden = [p for p in rule.forbidden_patterns if _compile(p).search(subject)]
+    failed = tuple(missing + forbidden)
+    return ("rejected" if failed else "accepted"), failed
+
+
+def judge(rule: TaskRule, text: str) -> Judgement:
+    verdict, failed = judge_semantics(rule, text)
+    return Judgement(verdict, failed, sha256_text(text))
