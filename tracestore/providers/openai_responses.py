@@ -61,6 +61,9 @@ class OpenAIResponsesNormalizer(Normalizer):
         self._item_at: dict[int, str] = {}
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
+        if native == "[DONE]":
+            # OpenRouter's Responses endpoint appends the chat-style sentinel after the terminal.
+            return [Observation("keepalive", "[DONE]")]
         if not isinstance(native, Mapping):
             return unknown(event_name or "<non-object>")
         etype = as_str(native.get("type"))

@@ -1,0 +1,171 @@
+"""Bytes → natives → observations: the glue between ``tracestore.wire`` and the normalizers.
+
+Why this lives in ``providers`` and not in ``wire``: the wire layer only knows framings
+(SSE events, lines, array elements, binary messages); turning a frame into a *native*
+(parsing its JSON strictly, recognising ``[DONE]``, combining Bedrock headers and payload)
+and choosing which provider's vocabulary applies are provider decisions.  Everything here
+is pure: the same bytes give the same :class:`CaptureReading` whatever the chunking.
+
+Detection (:func:`detect_provider`) is by payload shape, never by file name, because a
+capture's HTTP headers are usually lost; the first natives that decide win.  The rules are
+documented in ``docs/providers.md`` and reused by the seed-003 projection reader, which is
+why local labels (``{"local": …}``) are skipped rather than rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from tracestore.errors import InputError
+from tracestore.providers.app_frames import FRAME_KINDS
+from tracestore.providers.base import make_normalizer
+from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
+from tracestore.providers.observations import Observation
+from tracestore.providers.strictjson import strict_loads
+from tracestore.providers.xai import ANTHROPIC_TYPES
+from tracestore.wire import (DETECT_HEAD_BYTES, EventStreamMessage, SSEEvent, TextFrame, Truncation,
+                             decode_bytes, detect_framing, framing_for_path)
+
+DONE_SENTINEL = "[DONE]"
+
+#: How many leading natives :func:`read_capture` offers to :func:`detect_provider`.
+DETECT_NATIVES = 32
+
+
+@dataclass(frozen=True)
+class NativeFrame:
+    """One decoded frame: where it is in the capture, its native value and what it means."""
+
+    index: int
+    offset: int
+    length: int
+    event_name: str | None      # the SSE ``event:`` field when the wire named one
+    native: Any                 # decoded JSON value exactly as parsed, or "[DONE]"
+    observations: tuple[Observation, ...]
+
+
+@dataclass(frozen=True)
+class CaptureReading:
+    """A whole capture read through one provider's normalizer."""
+
+    provider: str
+    framing: str
+    frames: list[NativeFrame]
+    truncation: Truncation | None
+    terminal_seen: bool         # a native terminal observation occurred
+
+    @property
+    def observations(self) -> list[Observation]:
+        """All observations in capture order (flattened)."""
+        return [obs for frame in self.frames for obs in frame.observations]
+
+
+def _native_of(frame: Any) -> tuple[str | None, Any]:
+    """(event name, native) of one wire frame; JSON is parsed strictly at its offset."""
+    if isinstance(frame, EventStreamMessage):
+        return (frame.event_type or frame.exception_type,
+                bedrock_native_from_message(frame.headers, frame.payload, offset=frame.offset))
+    if isinstance(frame, SSEEvent):
+        event_name = frame.event if frame.event_field_present else None
+        text = frame.data
+    elif isinstance(frame, TextFrame):
+        event_name, text = None, frame.text
+    else:  # pragma: no cover - the wire layer has no other frame types
+        raise InputError(f"unsupported frame type {type(frame).__name__}", code="unsupported_frame")
+    if text.strip() == DONE_SENTINEL:
+        return event_name, DONE_SENTINEL
+    return event_name, strict_loads(text, offset=frame.offset)
+
+
+def _shape_vote(native: Any) -> str | None:
+    """The provider a single native's shape points to, or ``None`` when it says nothing."""
+    if not isinstance(native, Mapping) or "local" in native:
+        return None  # sentinels, scalars, seed-003 local labels
+    model = native.get("model")
+    response = native.get("response")
+    if isinstance(response, Mapping):
+        model = response.get("model", model)
+    grok = isinstance(model, str) and model.startswith("grok")
+    if isinstance(native.get("event_type"), str):
+        return "gemini"
+    if any(key in native for key in ("candidates", "promptFeedback", "usageMetadata")):
+        return "gemini"
+    if native.get("kind") in FRAME_KINDS and "sequence" in native:
+        return "app-frames"
+    etype = native.get("type")
+    if isinstance(etype, str):
+        if etype.startswith("response."):
+            return "xai" if grok else "openai-responses"
+        if etype in ANTHROPIC_TYPES and etype != "error":
+            return "xai" if grok else "anthropic-messages"
+        if etype in FRAME_KINDS and "sequence" in native:
+            return "app-frames"
+        return None
+    if native.get("object") == "chat.completion.chunk" or isinstance(native.get("choices"), list):
+        return "xai" if grok else "openai-chat"
+    if "done" in native and ("message" in native or "response" in native or "model" in native):
+        return "ollama"
+    if len(native) == 1:
+        (key,) = native
+        if key in EVENT_MEMBERS or key in EXCEPTION_MEMBERS:
+            return "bedrock-converse-stream"
+    return None
+
+
+def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -> str:
+    """Name the provider of a capture from its framing and first ``(event_name, native)`` pairs.
+
+    The binary event stream is Bedrock.  Otherwise the first native whose shape decides
+    wins (see ``docs/providers.md``).  A lone ``{"error": "<string>"}`` NDJSON line is
+    Ollama's error shape.  Raises ``InputError(code="unknown_provider")`` when no native
+    decides.
+    """
+    if framing == "aws-eventstream":
+        return "bedrock-converse-stream"
+    for _event_name, native in first_natives:
+        vote = _shape_vote(native)
+        if vote is not None:
+            return vote
+    if framing == "ndjson" and any(isinstance(n, Mapping) and isinstance(n.get("error"), str)
+                                   for _, n in first_natives):
+        return "ollama"
+    raise InputError("cannot tell the provider from the capture's first events; pass it explicitly",
+                     code="unknown_provider", framing=framing)
+
+
+def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = None,
+                 filename: str | None = None, chunk_size: int | None = None,
+                 expected_binding: str | None = None) -> CaptureReading:
+    """Decode ``data`` and normalize every frame.
+
+    ``framing`` defaults to :func:`framing_for_path` (when ``filename`` is given) or
+    :func:`detect_framing`; ``provider="auto"`` uses :func:`detect_provider`.
+    ``chunk_size`` feeds the decoder in pieces (the result must not depend on it).
+    ``expected_binding`` is passed to the ``app-frames`` normalizer.  Bad framing raises
+    ``WireError``; non-strict JSON raises ``WireError(code="invalid_json", offset=…)``.
+    """
+    if framing is None:
+        head = data[:DETECT_HEAD_BYTES]
+        framing = framing_for_path(filename, head) if filename else detect_framing(head)
+    wire_frames, truncation = decode_bytes(data, framing, chunk_size)
+    decoded = [(frame, *_native_of(frame)) for frame in wire_frames]
+    if provider == "auto":
+        provider = detect_provider(framing, [(name, native) for _, name, native in
+                                             decoded[:DETECT_NATIVES]])
+    options = {"expected_binding": expected_binding} if provider == "app-frames" else {}
+    normalizer = make_normalizer(provider, **options)
+    frames = [NativeFrame(index, frame.offset, frame.length, name, native,
+                          tuple(normalizer.feed(native, name)))
+              for index, (frame, name, native) in enumerate(decoded)]
+    terminal_seen = any(obs.kind == "terminal" for f in frames for obs in f.observations)
+    return CaptureReading(provider, framing, frames, truncation, terminal_seen)
+
+
+def read_natives(provider: str, natives: Iterable[Any]) -> list[list[Observation]]:
+    """Normalize already-decoded natives (no framing) through one fresh normalizer."""
+    normalizer = make_normalizer(provider)
+    return [normalizer.feed(native) for native in natives]
+
+
+__all__ = ["CaptureReading", "NativeFrame", "detect_provider", "read_capture", "read_natives"]
