@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal, Union
@@ -335,12 +334,20 @@ def plan_replay(scenario: Scenario, *, prior: Sequence[StoredEvent], head_positi
     return _Planner(scenario, prior, head_position, recorded_at).run()
 
 
+def preview_replay(scenario: Scenario, *, prior: Sequence[StoredEvent] = (),
+                   head_position: int = 0,
+                   recorded_at: dt.datetime = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc),
+                   ) -> tuple[list[NewEvent], list[StoredEvent]]:
+    """The plan and the log as it will read after the append (prior + simulated events).
+
+    The simulated events carry the positions the store will assign and an empty hash; run
+    any projection on them to see the outcome without a database (tests, dry runs).
+    """
+    planner = _Planner(scenario, prior, head_position, recorded_at)
+    return planner.run(), planner.sim
+
+
 def replay_report(events: Sequence[StoredEvent], trace_id: str) -> dict[str, Any]:
     """``{"attempts": [decision…], "violations": […]}`` for one trace (the replay contract)."""
     return {"attempts": [d.to_dict() for d in decide_all(events, trace_id)],
             "violations": [v.to_dict() for v in audit(events, trace_id=trace_id).violations]}
-
-
-def scenario_digest(scenario: Scenario) -> str:
-    return hashlib.sha256(json.dumps(scenario.model_dump(mode="json"),
-                                     sort_keys=True).encode("utf-8")).hexdigest()
