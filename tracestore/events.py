@@ -13,6 +13,7 @@ Projections take ``StoredEvent`` sequences and nothing else.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Literal, Union
@@ -224,22 +225,42 @@ def parse_event(payload: dict[str, Any]) -> Any:
         ) from exc
 
 
+_ID_RANDOM = random.SystemRandom().getrandbits(64)
+_id_source = random.Random(_ID_RANDOM ^ uuid.uuid4().int)
+
+
 def new_event_id() -> str:
-    return str(uuid.uuid4())
+    """A random 128-bit id as 32 hex digits.
+
+    Ids only need to be unique, not secret: a PRNG seeded once from the OS is as unique as
+    ``uuid4`` and several times cheaper, which matters when one ingest makes 100k events.
+    """
+    return f"{_id_source.getrandbits(128):032x}"
 
 
-@dataclass(frozen=True, slots=True)
 class NewEvent:
-    """An event ready to append: payload model, target stream, and its id."""
+    """An event ready to append: payload model, target stream, and its id.
 
-    stream: str
-    event: Any
-    id: str = ""
-    trace_id: str | None = None
+    A plain slotted class rather than a frozen dataclass: one ingest builds 100k of these,
+    and frozen-dataclass construction was the largest single cost of an ingest.
+    """
 
-    def __post_init__(self) -> None:
-        if not self.id:
-            object.__setattr__(self, "id", new_event_id())
+    __slots__ = ("stream", "event", "id", "trace_id")
+
+    def __init__(self, stream: str, event: Any, id: str = "", trace_id: str | None = None) -> None:
+        self.stream = stream
+        self.event = event
+        self.id = id or new_event_id()
+        self.trace_id = trace_id
+        for name, value in (("stream", stream), ("id", self.id), ("trace_id", trace_id)):
+            # Ids and stream names are joined with a separator in the hash chain and shown
+            # in terminals: printable text only.
+            if value is not None and (not value or not value.isprintable()):
+                raise InputError(f"{name} {value!r} must be non-empty printable text",
+                                 code="invalid_identifier")
+
+    def __repr__(self) -> str:
+        return f"NewEvent({self.stream!r}, {self.event!r}, id={self.id!r})"
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,9 @@ class IngestPlan:
 
 
 def event_id(*parts: object) -> str:
-    return str(uuid.uuid5(_ID_NAMESPACE, "\x1f".join(str(p) for p in parts)))
+    """A deterministic id: the same input into the same attempt gets the same ids."""
+    text = "\x1f".join(str(p) for p in parts)
+    return hashlib.sha256(f"{_ID_NAMESPACE}\x1f{text}".encode("utf-8")).hexdigest()[:32]
 
 
 def default_attempt_id(filename: str | None, sha256: str) -> str:
