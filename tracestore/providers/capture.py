@@ -83,9 +83,10 @@ def _shape_vote(native: Any) -> str | None:
     if not isinstance(native, Mapping) or "local" in native:
         return None  # sentinels, scalars, seed-003 local labels
     model = native.get("model")
-    response = native.get("response")
-    if isinstance(response, Mapping):
-        model = response.get("model", model)
+    for envelope in ("response", "message"):  # Responses and Messages nest the model name
+        inner = native.get(envelope)
+        if isinstance(inner, Mapping):
+            model = inner.get("model", model)
     grok = isinstance(model, str) and model.startswith("grok")
     if isinstance(native.get("event_type"), str):
         return "gemini"
