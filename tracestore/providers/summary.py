@@ -51,29 +51,36 @@ class Summary:
 
 def summarize(observations: Iterable[Observation]) -> Summary:
     """Fold observations into a :class:`Summary` (pure, order-preserving)."""
-    summary = Summary()
+    text_by_block: dict[int | None, str] = {}
     reasoning: list[str] = []
+    final_texts: list[tuple[int | None, str]] = []
+    tool_calls: list[ToolCall] = []
+    terminals: list[Observation] = []
+    errors: list[Observation] = []
+    usage: list[Mapping[str, Any]] = []
+    signatures: list[str] = []
+    unknown = 0
     for obs in observations:
         if obs.kind == "text_delta" and obs.text:
-            summary.text_by_block[obs.block] = summary.text_by_block.get(obs.block, "") + obs.text
+            text_by_block[obs.block] = text_by_block.get(obs.block, "") + obs.text
         elif obs.kind == "reasoning_delta" and obs.text:
             reasoning.append(obs.text)
         elif obs.kind == "final_text" and obs.text is not None:
-            summary.final_texts.append((obs.block, obs.text))
+            final_texts.append((obs.block, obs.text))
         elif obs.kind == "tool_call_done":
-            summary.tool_calls.append(ToolCall(obs.tool_call_id, obs.tool_name, obs.arguments))
+            tool_calls.append(ToolCall(obs.tool_call_id, obs.tool_name, obs.arguments))
         elif obs.kind == "terminal":
-            summary.terminals.append(obs)
+            terminals.append(obs)
         elif obs.kind == "error":
-            summary.errors.append(obs)
+            errors.append(obs)
         elif obs.kind == "usage" and obs.usage is not None:
-            summary.usage.append(obs.usage)
+            usage.append(obs.usage)
         elif obs.kind == "unknown":
-            object.__setattr__(summary, "unknown", summary.unknown + 1)
+            unknown += 1
         if obs.signature:
-            summary.signatures.append(obs.signature)
-    object.__setattr__(summary, "reasoning", "".join(reasoning))
-    return summary
+            signatures.append(obs.signature)
+    return Summary(text_by_block, "".join(reasoning), final_texts, tool_calls, terminals, errors,
+                   usage, signatures, unknown)
 
 
 __all__ = ["Summary", "ToolCall", "summarize"]
