@@ -1,0 +1,276 @@
+"""Release commands: release, replay, audit.
+
+Thin by design: load events, call the pure projections (the same ones the replay planner
+runs while it plans), render.  ``replay`` appends a whole scenario in ONE transaction: the
+planner runs inside ``append_with`` so the positions it embeds (``decided_at_position``)
+are exactly the ones the store assigns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from tracestore.cli.common import (
+    DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
+)
+from tracestore.cli.store_cmds import read_input
+from tracestore.errors import InputError, NotFound, StoreError
+from tracestore.events import (
+    ANSWER_DESTINATIONS, AttemptStarted, NewEvent, StoredEvent, attempt_stream,
+)
+from tracestore.projections import audit as audit_events
+from tracestore.projections import decide_all, decide_release, trace_attempts
+from tracestore.projections.destinations import AuditReport
+from tracestore.projections.reasons import DESCRIPTIONS
+from tracestore.projections.release import ReleaseDecision
+from tracestore.providers.base import make_normalizer
+from tracestore.replay import OpenStep, Scenario, parse_scenario, plan_replay, replay_report
+from tracestore.store.log import EventStore, WriteView
+
+#: Characters of model text shown per timeline cell / table cell (the JSON is never cut).
+CELL_CHARS = 60
+
+
+# -- loading -----------------------------------------------------------------------------
+
+def _merge(*groups: Sequence[StoredEvent]) -> list[StoredEvent]:
+    by_position = {e.position: e for group in groups for e in group}
+    return [by_position[p] for p in sorted(by_position)]
+
+
+def load_attempt_context(store: EventStore, attempt_id: str,
+                         upto: int | None = None) -> list[StoredEvent]:
+    """The attempt's stream plus its trace's events: all a release decision reads."""
+    own = store.read(attempt_id=attempt_id, upto=upto)
+    start = next((e for e in own if isinstance(e.event, AttemptStarted)), None)
+    if start is None:
+        raise NotFound(f"no attempt {attempt_id!r} in the log"
+                       + (f" at or before position {upto}" if upto is not None else ""),
+                       attempt_id=attempt_id)
+    return _merge(store.read(trace_id=start.event.trace_id, upto=upto), own)
+
+
+def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
+    """What the planner must see: the trace so far and any stream its attempts would reuse."""
+    groups = [view.read(trace_id=scenario.trace)]
+    groups += [view.read(stream=attempt_stream(s.attempt))
+               for s in scenario.steps if isinstance(s, OpenStep)]
+    return _merge(*groups)
+
+
+def read_scenario(path: Path) -> Scenario:
+    try:
+        data = json.loads(read_input(path))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path} is not JSON: {exc}", code="invalid_json",
+                         path=str(path)) from exc
+    return parse_scenario(data)
+
+
+def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent]:
+    planned: list[NewEvent] = []
+
+    def build(view: WriteView) -> tuple[list[NewEvent], list[bytes]]:
+        recorded_at = dt.datetime.fromisoformat(view.recorded_at)
+        planned[:] = plan_replay(scenario, prior=_prior_for(view, scenario),
+                                 head_position=view.head_position, recorded_at=recorded_at)
+        return planned, []
+
+    result = store.append_with(build)
+    if result.skipped_ids:  # the planner refuses known attempts, so this is a real conflict
+        raise StoreError(f"{len(result.skipped_ids)} planned events were already stored; "
+                         "positions in the plan no longer hold", code="replay_conflict")
+    return planned
+
+
+# -- commands ----------------------------------------------------------------------------
+
+@app.command()
+@handles_errors
+def release(
+    attempt: Annotated[str, typer.Argument(help="Attempt id.")],
+    at: Annotated[Optional[int], typer.Option(
+        "--at", min=0, help="Judge as of this global position (later events ignored).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Show an attempt's release decision: status, reasons, position, answer."""
+    with open_store(db) as store:
+        events = load_attempt_context(store, attempt, at)
+    decision = decide_release(events, attempt, upto=at)
+    if as_json:
+        emit_json(decision.to_dict())
+        return
+    console.print(decision_table([decision], title=f"release decision for {attempt}"
+                                 + (f" as of position {at}" if at is not None else "")))
+    _print_reasons([decision])
+    if decision.answer is not None:
+        console.print(Text.assemble(("answer: ", "bold"), term_text(decision.answer)))
+
+
+@app.command()
+@handles_errors
+def replay(
+    file: Annotated[Path, typer.Argument(help="Scenario JSON (trace, task, steps).")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Append a scenario's steps as events (one transaction) and print each attempt's decision."""
+    scenario = read_scenario(file)
+    with open_store(db) as store:
+        planned = append_scenario(store, scenario)
+        events = store.read(trace_id=scenario.trace)
+    report = replay_report(events, scenario.trace)
+    if as_json:
+        emit_json(report)
+        return
+    console.print(timeline(events, scenario.trace))
+    console.print(decision_table(decide_all(events, scenario.trace),
+                                 title=f"trace {scenario.trace}: {len(planned)} events appended"))
+    _print_violations(audit_events(events, trace_id=scenario.trace))
+
+
+@app.command()
+@handles_errors
+def audit(
+    trace: Annotated[Optional[str], typer.Option("--trace", help="Only this trace.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Which destination holds which answer (text, sha256) per attempt, and every violation."""
+    with open_store(db) as store:
+        events = store.read(trace_id=trace) if trace else store.read()
+    if trace and not trace_attempts(events, trace):
+        raise NotFound(f"no attempts for trace {trace!r} in the log", trace_id=trace)
+    report = audit_events(events, trace_id=trace)
+    if as_json:
+        emit_json(report.to_dict())
+        return
+    if trace:
+        console.print(timeline(events, trace))
+    console.print(destinations_table(report))
+    _print_violations(report)
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+def decision_table(decisions: Sequence[ReleaseDecision], title: str) -> Table:
+    table = Table(title=term_text(title))
+    for column in ("attempt", "status", "eligible", "decided at", "reasons", "notes", "answer"):
+        table.add_column(column, overflow="fold")
+    for d in decisions:
+        style = "green" if d.eligible else ("yellow" if d.status == "pending" else "red")
+        table.add_row(term_text(d.attempt_id), Text(d.status, style=style),
+                      "yes" if d.eligible else "no",
+                      "—" if d.decided_at_position is None else str(d.decided_at_position),
+                      ", ".join(d.reasons), ", ".join(d.notes),
+                      term_text(d.answer, limit=CELL_CHARS) if d.answer is not None else "—")
+    return table
+
+
+def _print_reasons(decisions: Sequence[ReleaseDecision]) -> None:
+    codes = dict.fromkeys(c for d in decisions for c in (*d.reasons, *d.notes))
+    for code in codes:
+        console.print(Text.assemble((f"  {code}", "bold"), f": {DESCRIPTIONS.get(code, '')}"))
+
+
+def destinations_table(report: AuditReport) -> Table:
+    table = Table(title="destinations")
+    table.add_column("attempt")
+    table.add_column("status")
+    for name in ANSWER_DESTINATIONS:
+        table.add_column(name, overflow="fold")
+    for a in report.attempts:
+        cells = []
+        for name in ANSWER_DESTINATIONS:
+            entries = a.destinations[name]
+            cells.append(Text("\n").join(
+                term_text(f"@{e.position} {e.sha256[:12]} {e.text}", limit=CELL_CHARS)
+                for e in entries) if entries else Text("—", style="dim"))
+        table.add_row(term_text(a.attempt_id), a.decision.status, *cells)
+    return table
+
+
+def _print_violations(report: AuditReport) -> None:
+    if not report.violations:
+        console.print(Text("no violations", style="green"))
+        return
+    table = Table(title=f"{len(report.violations)} violations", title_style="bold red")
+    for column in ("pos", "code", "attempt", "destination", "what"):
+        table.add_column(column, overflow="fold")
+    for v in report.violations:
+        table.add_row(str(v.position), v.code, term_text(v.attempt_id), v.destination,
+                      term_text(v.message))
+    console.print(table)
+
+
+def timeline(events: Sequence[StoredEvent], trace_id: str) -> Table:
+    """One row per global position, one column per attempt: interleavings side by side."""
+    attempts = trace_attempts(events, trace_id)
+    table = Table(title=term_text(f"timeline of trace {trace_id}"))
+    table.add_column("pos", justify="right")
+    table.add_column("trace")
+    for attempt_id in attempts:
+        table.add_column(term_text(attempt_id), overflow="fold")
+    normalizers: dict[str, Any] = {}
+    for stored in events:
+        owner = stored.attempt_id
+        if stored.trace_id != trace_id and owner not in attempts:
+            continue
+        cells: list[Text | str] = [""] * (1 + len(attempts))
+        index = attempts.index(owner) + 1 if owner in attempts else 0
+        cells[index] = _cell(stored, normalizers)
+        table.add_row(str(stored.position), *cells)
+    return table
+
+
+def _cell(stored: StoredEvent, normalizers: dict[str, Any]) -> Text:
+    event = stored.event
+    kind = stored.type
+    if kind == "frame.received":
+        return _frame_cell(event, normalizers)
+    if kind == "attempt.started":
+        retry = f" (retry of {event.retry_of})" if event.retry_of else ""
+        return term_text(f"▶ open {event.reader or ''} {event.api}{retry}", "bold")
+    if kind == "local.stopped":
+        return Text("■ STOP", style="bold red")
+    if kind == "transport.drained":
+        return Text(f"⏚ drain {event.outcome}", style="cyan")
+    if kind == "release.decided":
+        style = "bold green" if event.eligible else "bold red"
+        return Text(f"⚖ {event.status} @{event.decided_at_position}", style=style)
+    if kind == "trace.opened":
+        return term_text(f"● trace opened ({event.profile or 'profile by api'})", "bold")
+    if kind == "semantic.judged":
+        return Text(f"semantic {event.verdict}", style="magenta")
+    if kind == "destination.written":
+        return term_text(f"→ {event.destination}: {event.text}", "blue", limit=CELL_CHARS)
+    return term_text(kind, "dim")
+
+
+def _frame_cell(event: Any, normalizers: dict[str, Any]) -> Text:
+    normalizer = normalizers.get(event.attempt_id)
+    if normalizer is None:
+        try:
+            normalizer = normalizers[event.attempt_id] = make_normalizer(event.api)
+        except InputError:
+            return term_text(",".join(event.kinds) or "frame", "dim")
+    parts = []
+    for obs in normalizer.feed(event.native, event.event_name):
+        if obs.kind in ("text_delta", "final_text"):
+            parts.append(f"{obs.kind} {json.dumps(obs.text or '', ensure_ascii=False)}")
+        elif obs.kind == "terminal":
+            parts.append(f"terminal {obs.stop_reason or obs.status}")
+        elif obs.kind == "error":
+            parts.append(f"error {obs.native_type}")
+        else:
+            parts.append(obs.kind)
+    return term_text("; ".join(parts), limit=CELL_CHARS)
