@@ -15,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from tracestore.events import ANSWER_DESTINATIONS, DestinationWritten, StoredEvent
+from tracestore.events import (
+    ANSWER_DESTINATIONS, AttemptStarted, DestinationWritten, StoredEvent,
+)
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptView
 from tracestore.projections.release import ReleaseDecision, ReleaseJudge, trace_attempts
@@ -90,10 +92,19 @@ class _Judged:
 
 
 def _judge_all(events: Sequence[StoredEvent], trace_id: str | None) -> dict[str, _Judged]:
+    """Judge each attempt on its own trace's events only (a decision never reads another
+    trace), so auditing a whole log is one pass per trace, not one per attempt."""
+    trace_of = {e.event.attempt_id: e.event.trace_id for e in events
+                if isinstance(e.event, AttemptStarted)}
+    groups: dict[str | None, list[StoredEvent]] = {}
+    for stored in events:
+        key = stored.trace_id or trace_of.get(stored.attempt_id or "")
+        groups.setdefault(key, []).append(stored)
     judged: dict[str, _Judged] = {}
     for attempt_id in trace_attempts(events, trace_id):
-        judge = ReleaseJudge.for_attempt(events, attempt_id)
-        for stored in events:
+        mine = groups.get(trace_of[attempt_id], [])
+        judge = ReleaseJudge.for_attempt(mine, attempt_id)
+        for stored in mine:
             judge.feed(stored)
         judged[attempt_id] = _Judged(judge.view(), judge.decision())
     return judged
