@@ -132,3 +132,18 @@ def test_simulated_positions_follow_head() -> None:
     _, log = preview_replay(load("t1.json"), head_position=41)
     assert [e.position for e in log] == list(range(42, 42 + len(log)))
     assert all(isinstance(e, StoredEvent) for e in log)
+
+
+def test_observed_times_are_kept_but_never_order() -> None:
+    sc = parse_scenario(scenario(
+        {**OPEN, "at": "2026-10-09T10:00:02Z"},
+        {"reader": "r", "event": {"messageStart": {"role": "assistant"}},
+         "at": "2026-10-09T10:00:01Z"},
+        {"reader": "r", "destination": "progress", "text": "x", "at": "2026-10-09T10:00:00Z"},
+        {"reader": "r", "local": "stop", "at": "2026-10-09T09:00:00Z"}))
+    events, _ = preview_replay(sc)
+    stamps = [getattr(e.event, "observed_at", None) for e in events]
+    assert stamps[1:6] == ["2026-10-09T10:00:02Z", None, "2026-10-09T10:00:01Z",
+                           "2026-10-09T10:00:00Z", "2026-10-09T09:00:00Z"]
+    decided = [e.event for e in events if e.event.type == "release.decided"]
+    assert decided[0].status == "stopped"  # judged by position, whatever the clocks say

@@ -69,6 +69,8 @@ class AttemptStarted(_Event):
     "The attempt this one retries; a retry is a fresh attempt, never a continuation."
     request: dict[str, Any] | None = None
     "Request settings as recorded (model, endpoint, region …), if known."
+    observed_at: str | None = None
+    "Wall-clock time the application opened the reader, if recorded (never used to order)."
 
 
 class CaptureStored(_Event):
@@ -153,6 +155,8 @@ class DestinationWritten(_Event):
     sha256: str
     source: Literal["harness", "application"] = "harness"
     "``harness``: written by tracestore's replay following the policy; ``application``: read from a real app's log."
+    observed_at: str | None = None
+    "Wall-clock time of the write in the application's log, if recorded (never used to order)."
 
 
 class ModelDecision(_Event):

@@ -258,10 +258,11 @@ class _Planner:
         if isinstance(event, AttemptStarted):
             self.judges[event.attempt_id] = ReleaseJudge.for_attempt(self.sim, event.attempt_id)
 
-    def write(self, attempt_id: str, destination: str, text: str, source: str) -> None:
+    def write(self, attempt_id: str, destination: str, text: str, source: str,
+              observed_at: str | None = None) -> None:
         self.append(attempt_stream(attempt_id), DestinationWritten(
             attempt_id=attempt_id, destination=destination, text=text,  # type: ignore[arg-type]
-            sha256=sha256_text(text), source=source))  # type: ignore[arg-type]
+            sha256=sha256_text(text), source=source, observed_at=observed_at))  # type: ignore[arg-type]
 
     # -- steps -----------------------------------------------------------------------
     def run(self) -> list[NewEvent]:
@@ -280,13 +281,14 @@ class _Planner:
             self.readers[step.open] = _Reader(step.attempt, step.api)
             self.append(attempt_stream(step.attempt), AttemptStarted(
                 attempt_id=step.attempt, trace_id=self.sc.trace, api=step.api,
-                reader=step.open, retry_of=step.retry_of, request=step.request))
+                reader=step.open, retry_of=step.retry_of, request=step.request,
+                observed_at=step.at))
             if self.sc.destinations == "harness":
                 self.write(step.attempt, "progress", PROGRESS_TEXT, "harness")
             return
         if isinstance(step, DestinationStep):
             attempt = step.attempt or self.readers[step.reader or ""].attempt_id
-            self.write(attempt, step.destination, step.text, "application")
+            self.write(attempt, step.destination, step.text, "application", step.at)
             return
         reader = self.readers[step.reader]
         stream = attempt_stream(reader.attempt_id)
