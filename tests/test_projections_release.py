@@ -209,6 +209,13 @@ def test_openai_error_event_fails() -> None:
         R.FAILED, (R.NATIVE_FAILURE,))
 
 
+def test_openai_error_after_completed_is_held_not_failed() -> None:
+    completed = {"type": "response.completed", "response": {"status": "completed"}}
+    error = {"type": "error", "code": "server_error", "message": "x"}
+    assert outcome(run(CREATED, oai_delta("a"), completed, error, "clean", api=OAI)) == (
+        R.HELD, (R.EXCEPTION_BEFORE_DRAIN,))
+
+
 def test_openai_refusal_is_not_answer_text() -> None:
     refusal = {"type": "response.refusal.delta", "output_index": 0, "delta": "I can't"}
     events = run(CREATED, refusal, api=OAI)

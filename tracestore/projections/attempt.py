@@ -150,11 +150,6 @@ class AttemptFold:
     def normal_ending(self) -> bool:
         return bool(self.terminals) and self.terminals[0].outcome == "normal"
 
-    @property
-    def failed(self) -> bool:
-        return (any(t.outcome == "failed" for t in self.terminals)
-                or any(e.classification == "failed" for e in self.errors))
-
     def text(self) -> str:
         return "".join("".join(parts) for parts in self.parts.values())
 

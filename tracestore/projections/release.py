@@ -74,7 +74,7 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
         return _Outcome(R.SUPERSEDED, (R.SUPERSEDED_BY_NEWER_ATTEMPT,))
     if fold.profile is None:
         return _Outcome(R.HELD, (R.NO_PROFILE,))
-    if fold.failed:
+    if any(t.outcome == "failed" for t in fold.terminals):
         return _Outcome(R.FAILED, (R.NATIVE_FAILURE,))
     if fold.errors:
         return _exception_outcome(fold)
@@ -92,6 +92,8 @@ def _exception_outcome(fold: AttemptFold) -> _Outcome:
         return _Outcome(R.HELD, (R.UNKNOWN_EXCEPTION,))
     if fold.normal_ending:  # the answer looked complete, but the stream did not end cleanly
         return _Outcome(R.HELD, (R.EXCEPTION_BEFORE_DRAIN,))
+    if any(e.classification == "failed" for e in fold.errors):
+        return _Outcome(R.FAILED, (R.NATIVE_FAILURE,))
     return _Outcome(R.INTERRUPTED, (R.NATIVE_EXCEPTION,))
 
 
