@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tracestore.errors import NotFound
 from tracestore.events import (
@@ -319,3 +321,41 @@ def test_every_code_is_described_and_documented() -> None:
         assert code in R.DESCRIPTIONS, code
         assert code in documented, f"{code} missing from docs/release-policy.md"
     assert set(R.STATUSES) <= set(_codes())
+
+
+# --- decisions are monotone in position ------------------------------------------------
+
+FIXTURE_FILES = sorted((ROOT / "fixtures" / "seed003").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=[p.stem for p in FIXTURE_FILES])
+def test_decision_is_pending_before_and_fixed_after_its_position(path: Path) -> None:
+    sc = parse_scenario(json.loads(path.read_text(encoding="utf-8")))
+    events = preview_replay(sc)[1]
+    for attempt in sc.expected["attempts"]:  # type: ignore[index]
+        final = decide_release(events, attempt)
+        start = pos_of_start(events, attempt)
+        for q in range(start, events[-1].position + 1):
+            d = decide_release(events, attempt, upto=q)
+            if final.decided_at_position is None or q < final.decided_at_position:
+                assert d.status == R.PENDING and d.decided_at_position is None, (attempt, q)
+            else:
+                assert (d.status, d.reasons, d.decided_at_position, d.answer) == (
+                    final.status, final.reasons, final.decided_at_position, final.answer)
+
+
+def pos_of_start(events: list[StoredEvent], attempt: str) -> int:
+    return next(e.position for e in events
+                if e.type == "attempt.started" and e.event.attempt_id == attempt)
+
+
+@settings(max_examples=60, deadline=None)
+@given(stop_at=st.integers(min_value=0, max_value=len(T1) + 1))
+def test_stop_anywhere_before_the_drain_stops_and_after_it_does_not(stop_at: int) -> None:
+    steps: list[Any] = [*T1, "clean"]
+    steps.insert(stop_at, "stop")
+    d = decide_release(run(*steps), "a")
+    if stop_at <= len(T1):
+        assert (d.status, d.answer) == (R.STOPPED, None)
+    else:
+        assert (d.status, d.answer, d.notes) == (R.RELEASED, ANSWER, (R.STOP_AFTER_RELEASE,))
