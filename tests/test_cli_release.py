@@ -142,12 +142,37 @@ def test_bad_step_names_its_index(db_file: Path, tmp_path: Path) -> None:
     assert code == 2 and json.loads(err)["step"] == 1
 
 
-def test_replaying_twice_is_refused_and_writes_nothing(db_file: Path) -> None:
+def test_replaying_the_same_scenario_again_is_a_reported_no_op(db_file: Path) -> None:
+    code, first, _ = run("replay", str(SEED003 / "t7.json"), "--json", db=db_file)
+    assert code == 0
+    before = count_events(db_file)
+    code, again, _ = run("replay", str(SEED003 / "t7.json"), "--json", db=db_file)
+    assert code == 0 and json.loads(again) == json.loads(first)
+    assert count_events(db_file) == before
+    code, out, _ = run("replay", str(SEED003 / "t7.json"), db=db_file)
+    assert out.startswith("t7.json: already replayed (trace t7), nothing appended\n")
+
+
+def test_another_scenario_reusing_an_attempt_is_refused_and_writes_nothing(
+        db_file: Path, tmp_path: Path) -> None:
     assert run("replay", str(SEED003 / "t7.json"), db=db_file)[0] == 0
     before = count_events(db_file)
-    code, _, err = run("replay", str(SEED003 / "t7.json"), "--json", db=db_file)
+    changed = json.loads((SEED003 / "t7.json").read_text())
+    changed["steps"] = changed["steps"][:3]
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(changed))
+    code, _, err = run("replay", str(other), "--json", db=db_file)
     assert code == 2 and json.loads(err)["error"] == "attempt_exists"
     assert count_events(db_file) == before
+
+
+def test_a_directory_replays_every_scenario_in_it(db_file: Path) -> None:
+    code, out, _ = run("replay", str(SEED003), "--json", db=db_file)
+    assert code == 0
+    report = json.loads(out)
+    files = sorted(SEED003.glob("*.json"))
+    expected_ids = [a for f in files for a in json.loads(f.read_text())["expected"]["attempts"]]
+    assert [a["attempt_id"] for a in report["attempts"]] == expected_ids
 
 
 def test_replay_is_one_transaction(db_file: Path) -> None:

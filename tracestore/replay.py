@@ -200,6 +200,25 @@ class _Reader:
         self.frames = 0
 
 
+def scenario_digest(scenario: Scenario) -> str:
+    """sha256 of the scenario's content (its stated expectations excluded)."""
+    canonical = scenario.model_dump_json(exclude={"expected"})
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _planned_id(digest: str, index: int) -> str:
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{digest}:{index}"))
+
+
+def first_planned_id(scenario: Scenario) -> str:
+    """The id the planner gives the first event of ``scenario``.
+
+    Ids derive from the scenario's content, so finding this id in the log means this very
+    scenario was replayed before: replaying it again is a reported no-op, not a conflict.
+    """
+    return _planned_id(scenario_digest(scenario), 0)
+
+
 class _Planner:
     """Builds the event list step by step, judging every attempt as it goes."""
 
@@ -213,8 +232,7 @@ class _Planner:
         for stored in self.sim:
             self.versions[stored.stream] = max(self.versions.get(stored.stream, 0),
                                                stored.version)
-        canonical = scenario.model_dump_json(exclude={"expected"})
-        self.digest = hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        self.digest = scenario_digest(scenario)
         self.readers: dict[str, _Reader] = {}
         self.judges: dict[str, ReleaseJudge] = {}
         self.recorded: set[str] = {e.event.attempt_id for e in self.sim
@@ -244,7 +262,7 @@ class _Planner:
     # -- appending -------------------------------------------------------------------
     def append(self, stream: str, event: Any) -> None:
         position = self.head + len(self.out) + 1
-        event_id = str(uuid.uuid5(_ID_NAMESPACE, f"{self.digest}:{len(self.out)}"))
+        event_id = _planned_id(self.digest, len(self.out))
         self.out.append(NewEvent(stream=stream, event=event, id=event_id,
                                  trace_id=self.sc.trace))
         version = self.versions.get(stream, 0) + 1

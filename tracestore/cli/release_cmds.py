@@ -32,7 +32,9 @@ from tracestore.projections.destinations import AuditReport
 from tracestore.projections.reasons import DESCRIPTIONS
 from tracestore.projections.release import ReleaseDecision
 from tracestore.providers.base import make_normalizer
-from tracestore.replay import OpenStep, Scenario, parse_scenario, plan_replay, replay_report
+from tracestore.replay import (
+    OpenStep, Scenario, first_planned_id, parse_scenario, plan_replay, replay_report,
+)
 from tracestore.store.log import EventStore, WriteView
 
 #: Characters of model text shown per timeline cell / table cell (the JSON is never cut).
@@ -75,20 +77,42 @@ def read_scenario(path: Path) -> Scenario:
     return parse_scenario(data)
 
 
-def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent]:
+def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent] | None:
+    """Plan and append a scenario in one transaction; None when it was replayed before."""
     planned: list[NewEvent] = []
+    replayed_before = False
 
     def build(view: WriteView) -> tuple[list[NewEvent], list[bytes]]:
+        nonlocal replayed_before
+        if view.has_event(first_planned_id(scenario)):
+            replayed_before = True
+            return [], []
         recorded_at = dt.datetime.fromisoformat(view.recorded_at)
         planned[:] = plan_replay(scenario, prior=_prior_for(view, scenario),
                                  head_position=view.head_position, recorded_at=recorded_at)
         return planned, []
 
     result = store.append_with(build)
+    if replayed_before:
+        return None
     if result.skipped_ids:  # the planner refuses known attempts, so this is a real conflict
         raise StoreError(f"{len(result.skipped_ids)} planned events were already stored; "
                          "positions in the plan no longer hold", code="replay_conflict")
     return planned
+
+
+def scenario_paths(paths: Sequence[Path]) -> list[Path]:
+    """Files as given; a directory stands for its ``*.json`` files in name order."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(p for p in path.glob("*.json") if p.is_file()))
+        else:
+            found.append(path)
+    if not found:
+        raise InputError("no scenario files found in " + ", ".join(map(str, paths)),
+                         code="file_not_found")
+    return found
 
 
 # -- commands ----------------------------------------------------------------------------
@@ -119,22 +143,54 @@ def release(
 @app.command()
 @handles_errors
 def replay(
-    file: Annotated[Path, typer.Argument(help="Scenario JSON (trace, task, steps).")],
+    files: Annotated[list[Path], typer.Argument(
+        help="Scenario JSON files (trace, task, steps) or directories of them.")],
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Append a scenario's steps as events (one transaction) and print each attempt's decision."""
-    scenario = read_scenario(file)
+    """Append each scenario's steps as events (one transaction each) and print the decisions.
+
+    Every scenario is read and checked before anything is written.  Replaying a scenario
+    that is already in the log is a reported no-op.
+    """
+    scenarios = [(path, read_scenario(path)) for path in scenario_paths(files)]
+    reports: list[dict[str, Any]] = []
+    decisions: list[ReleaseDecision] = []
+    appended = replayed_before = 0
     with open_store(db) as store:
-        planned = append_scenario(store, scenario)
-        events = store.read(trace_id=scenario.trace)
-    report = replay_report(events, scenario.trace)
+        for path, scenario in scenarios:
+            planned = append_scenario(store, scenario)
+            events = store.read(trace_id=scenario.trace)
+            reports.append(replay_report(events, scenario.trace))
+            decisions += decide_all(events, scenario.trace)
+            appended += len(planned or [])
+            replayed_before += planned is None
+            if not as_json and len(scenarios) == 1:
+                _print_replay(path, scenario, planned, events)
     if as_json:
-        emit_json(report)
-        return
-    console.print(timeline(events, scenario.trace))
-    console.print(decision_table(decide_all(events, scenario.trace),
-                                 title=f"trace {scenario.trace}: {len(planned)} events appended"))
+        if len(reports) == 1:
+            emit_json(reports[0])
+        else:
+            emit_json({"attempts": [a for r in reports for a in r["attempts"]],
+                       "violations": [v for r in reports for v in r["violations"]]})
+    elif len(scenarios) > 1:
+        title = (f"{len(scenarios)} scenarios: {appended} events appended"
+                 + (f", {replayed_before} already replayed" if replayed_before else ""))
+        console.print(decision_table(decisions, title=title))
+        console.print(term_text("(tracestore release ATTEMPT explains one decision; "
+                                "tracestore audit shows the destinations)", "dim"))
+
+
+def _print_replay(path: Path, scenario: Scenario, planned: list[NewEvent] | None,
+                  events: list[StoredEvent]) -> None:
+    if planned is None:
+        note = f"{path.name}: already replayed (trace {scenario.trace}), nothing appended"
+        console.print(term_text(note, "dim"))
+    else:
+        console.print(timeline(events, scenario.trace))
+    title = f"trace {scenario.trace}" + ("" if planned is None
+                                         else f": {len(planned)} events appended")
+    console.print(decision_table(decide_all(events, scenario.trace), title=title))
     _print_violations(audit_events(events, trace_id=scenario.trace))
 
 

@@ -96,6 +96,9 @@ class WriteView:
     def read(self, **filters: Any) -> list[StoredEvent]:
         return self.store._read(self.conn, **filters)
 
+    def has_event(self, event_id: str) -> bool:
+        return bool(self.store._existing_ids(self.conn, [event_id]))
+
 
 class EventStore:
     """An event log in a SQL database (SQLite file by default)."""
