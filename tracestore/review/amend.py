@@ -1,0 +1,121 @@
+"""Reviewer actions as appended events: set a field, approve the record.
+
+Nothing is ever overwritten: a new value is a new ``review.field_set`` event and the
+record shows the latest one; ``--history`` shows them all.  Approval exists to get a
+second pair of eyes, so it is refused to anyone who set a field of the record, and a
+reviewer who approved may not fill fields afterwards.  ``plan_review`` is pure (the shell
+calls it inside the write transaction with the events it just read, so two concurrent
+reviewers cannot both slip past the independence check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from tracestore.errors import InputError, ReviewError
+from tracestore.events import (
+    NewEvent, ReviewApproved, ReviewFieldSet, StoredEvent, review_stream,
+)
+from tracestore.review.context import find_attempt, reviewer_key
+from tracestore.review.templates import Template
+
+#: Longest reviewer value accepted (characters): a record cell, not a document.
+MAX_VALUE_CHARS: Final = 4000
+#: Longest reviewer name accepted (characters).
+MAX_REVIEWER_CHARS: Final = 100
+#: Evidence that only ``--approve`` may supply: setting it by hand would fake an approval.
+APPROVAL_EVIDENCE: Final = frozenset({"independent_reviewer"})
+
+
+def parse_assignment(text: str) -> tuple[str, str]:
+    """``FIELD=VALUE`` → (field, value); the value may itself contain ``=``."""
+    field, sep, value = text.partition("=")
+    if not sep or not field.strip():
+        raise InputError(f"--set takes FIELD=VALUE, got {text!r}", code="invalid_set")
+    return field.strip(), value
+
+
+def check_reviewer(name: str | None) -> str:
+    """A reviewer name: required, printable, bounded (it is shown and compared)."""
+    if name is None or not name.strip():
+        raise InputError("this action records who did it: pass --reviewer NAME",
+                         code="reviewer_required")
+    name = name.strip()
+    if not name.isprintable() or len(name) > MAX_REVIEWER_CHARS:
+        raise InputError(f"reviewer names are printable text of at most {MAX_REVIEWER_CHARS} "
+                         "characters", code="invalid_reviewer")
+    return name
+
+
+def check_value(field: str, value: str) -> str:
+    if not value.strip():
+        raise InputError(f"empty value for {field!r}: a blank is UNKNOWN already; write what "
+                         "the evidence shows", code="empty_value", field=field)
+    if len(value) > MAX_VALUE_CHARS:
+        raise InputError(f"value for {field!r} has {len(value)} characters; the limit is "
+                         f"{MAX_VALUE_CHARS}", code="value_too_long", field=field)
+    return value
+
+
+def _check_evidence(evidence: Sequence[int], events: Sequence[StoredEvent]) -> tuple[int, ...]:
+    known = {e.position for e in events}
+    missing = sorted(set(evidence) - known)
+    if missing:
+        raise InputError(f"evidence positions {missing} are not events of this trace",
+                         code="unknown_evidence", positions=missing)
+    return tuple(sorted(set(evidence)))
+
+
+def _independence(template: Template, attempt_id: str, events: Sequence[StoredEvent],
+                  reviewer: str, *, setting: bool, approving: bool) -> None:
+    stream = review_stream(template.name, attempt_id)
+    review = [e.event for e in events if e.stream == stream]
+    me = reviewer_key(reviewer)
+    approved = any(isinstance(e, ReviewApproved) and reviewer_key(e.reviewer) == me
+                   for e in review)
+    has_set = any(isinstance(e, ReviewFieldSet) and reviewer_key(e.reviewer) == me
+                  for e in review)
+    if setting and approved:
+        raise ReviewError(f"{reviewer} approved this record; an approver cannot also fill "
+                          "it (ask another reviewer)", code="reviewer_not_independent",
+                          reviewer=reviewer)
+    if approving and approved:
+        raise ReviewError(f"{reviewer} has already approved this record",
+                          code="already_approved", reviewer=reviewer)
+    if approving and (has_set or setting):
+        raise ReviewError(f"{reviewer} set fields of this record; the record needs an "
+                          "independent reviewer to approve it", code="reviewer_not_independent",
+                          reviewer=reviewer)
+
+
+def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
+                sets: Sequence[tuple[str, str]] = (), approve: bool = False,
+                reviewer: str | None = None, evidence: Sequence[int] = ()) -> list[NewEvent]:
+    """The review events to append for one reviewer action, or a typed refusal.
+
+    ``events`` are the attempt's trace as the log holds it now.  Sets come first, in the
+    order given; approval last.
+    """
+    if not sets and not approve:
+        return []
+    trace_id = find_attempt(events, attempt_id).event.trace_id  # NotFound for a stranger
+    name = check_reviewer(reviewer)
+    cited = _check_evidence(evidence, events)
+    for field, value in sets:
+        spec = template.field(field)
+        if spec.evidence in APPROVAL_EVIDENCE:
+            raise ReviewError(f"{field!r} is filled by approvals: use --approve",
+                              code="field_needs_approval", field=field)
+        check_value(field, value)
+    _independence(template, attempt_id, events, name, setting=bool(sets), approving=approve)
+    stream = review_stream(template.name, attempt_id)
+    planned = [NewEvent(stream, ReviewFieldSet(attempt_id=attempt_id, template=template.name,
+                                               field=f, value=v, reviewer=name, evidence=cited),
+                        trace_id=trace_id) for f, v in sets]
+    if approve:
+        planned.append(NewEvent(stream, ReviewApproved(attempt_id=attempt_id,
+                                                       template=template.name, reviewer=name),
+                                trace_id=trace_id))
+    return planned
+

@@ -1,0 +1,143 @@
+"""Derivers that judge what happened around the answer: destinations (expected and
+actual, with the audit), the evidence the log does not hold, and independent approval.
+
+Destination writes made by tracestore's replay harness follow the policy by construction;
+they are reported as such and never presented as an application's readback.
+"""
+
+from __future__ import annotations
+
+from tracestore.events import ANSWER_DESTINATIONS, CaptureStored, ReviewApproved, ReviewFieldSet
+from tracestore.projections import reasons as R
+from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry
+from tracestore.review.context import Derived, ReviewContext, deriver, reviewer_key
+from tracestore.review.derive_attempt import listed, plural, positions
+
+
+def _expected(ctx: ReviewContext) -> str:
+    d = ctx.decision
+    if d.eligible:
+        return "Expected: the released answer once each in ui, history, export and copy"
+    if d.status == R.PENDING:
+        return "Expected absent until released (pending)"
+    return f"Expected absent ({d.status})"
+
+
+def _writes(ctx: ReviewContext, source: str | None = None) -> list[tuple[str, DestinationEntry]]:
+    held = ctx.destinations
+    every = [(d, e) for d in ANSWER_DESTINATIONS for e in held.destinations[d]]
+    every += [("progress", e) for e in held.progress]
+    return sorted((x for x in every if source is None or x[1].source == source),
+                  key=lambda x: x[1].position)
+
+
+def _actual(ctx: ReviewContext, source: str | None) -> tuple[str, list[int]]:
+    """What the destinations hold (optionally only one writer's writes) and the audit."""
+    writes = _writes(ctx, source)
+    answer = [(d, e) for d, e in writes if d != "progress"]
+    progress = [e for d, e in writes if d == "progress"]
+    if answer:
+        text = "actual: " + listed([f"{d} #{e.position}" for d, e in answer], limit=8)
+    else:
+        text = "actual: no ui/history/export/copy write"
+    fixed = [e.position for e in progress if e.text == PROGRESS_TEXT]
+    other = [e.position for e in progress if e.text != PROGRESS_TEXT]
+    if fixed:
+        text += f", progress fixed text{' only' if not other else ''} ({positions(fixed)})"
+    if other:
+        text += f", progress shows OTHER TEXT ({positions(other)})"
+    writers = sorted({e.source for _, e in writes})
+    if not writers:
+        text += " — no destination writes recorded"
+    elif writers == ["harness"]:
+        text += " — written by the replay harness, not an application readback"
+    else:
+        text += f" — written by: {', '.join(writers)}"
+    return text, [e.position for _, e in writes]
+
+
+def _audit(ctx: ReviewContext) -> tuple[str, list[int]]:
+    mine = [v for v in ctx.report.violations if v.attempt_id == ctx.attempt_id]
+    if not mine:
+        return "audit: no violations", []
+    return (f"audit: {plural(len(mine), 'violation')}: "
+            + listed([f"{v.code} ({v.destination}) at #{v.position}" for v in mine], limit=8),
+            [v.position for v in mine])
+
+
+@deriver("accepted_destinations")
+def accepted_destinations(ctx: ReviewContext) -> Derived:
+    """Expected destinations under the decision, next to what they actually hold."""
+    actual, cited = _actual(ctx, None)
+    audit_text, audit_cited = _audit(ctx)
+    return Derived.of(f"{_expected(ctx)}; {actual}; {audit_text}",
+                      ctx.decision.decided_at_position, *cited, *audit_cited)
+
+
+@deriver("expected_destinations")
+def expected_destinations(ctx: ReviewContext) -> Derived:
+    """Only the expectation (the application record asks for actual readback separately)."""
+    d = ctx.decision
+    value = _expected(ctx)
+    if d.eligible and d.answer_sha256:
+        value += f"; answer sha256 {d.answer_sha256}"
+    return Derived.of(value, d.decided_at_position or ctx.start.position)
+
+
+@deriver("actual_destinations")
+def actual_destinations(ctx: ReviewContext) -> Derived | None:
+    """An application's recorded destination writes and their audit; UNKNOWN without any."""
+    if not _writes(ctx, "application"):
+        return None
+    actual, cited = _actual(ctx, "application")
+    audit_text, audit_cited = _audit(ctx)
+    return Derived.of(f"A{actual[1:]}; {audit_text}", *cited, *audit_cited)
+
+
+@deriver("evidence_gap")
+def evidence_gap(ctx: ReviewContext) -> Derived:
+    """What the log cannot show for this attempt (absences are facts about the log too)."""
+    gaps: list[str] = []
+    if not _writes(ctx, "application"):
+        gaps.append("application destination readback (only replay-harness writes)"
+                    if _writes(ctx) else "any destination write")
+    if not any(isinstance(e.event, CaptureStored) for e in ctx.attempt_events()):
+        origin = ctx.trace.origin if ctx.trace and ctx.trace.origin else "origin not recorded"
+        gaps.append(f"raw capture bytes ({origin})")
+    if ctx.view.stop_position is not None:
+        gaps.append(f"a provider receipt for the local Stop at #{ctx.view.stop_position} "
+                    "(client abort propagation unproven)")
+    if ctx.view.anomalies:
+        gaps.append(f"a judgement on {plural(len(ctx.view.anomalies), 'native form')} "
+                    "held for review")
+    if ctx.view.terminal is not None and ctx.view.usage is None:
+        gaps.append("usage metadata")
+    if ctx.view.drain is None:
+        gaps.append("the end of the transport (no drain observed)")
+    return Derived.of("Not in the log: " + "; ".join(gaps), ctx.trace_position,
+                      ctx.view.stop_position)
+
+
+@deriver("independent_reviewer")
+def independent_reviewer(ctx: ReviewContext) -> Derived | None:
+    """Who approved this record, whether they stayed independent, and what came after."""
+    review = ctx.review_events()
+    approvals = [e for e in review if isinstance(e.event, ReviewApproved)]
+    if not approvals:
+        return None
+    setters = {reviewer_key(e.event.reviewer) for e in review
+               if isinstance(e.event, ReviewFieldSet)}
+    parts = ["Approved by " + listed([
+        f"{e.event.reviewer} at {e.recorded_at.isoformat()} (#{e.position})" for e in approvals])]
+    dependent = [e.event.reviewer for e in approvals if reviewer_key(e.event.reviewer) in setters]
+    if dependent:
+        parts.append(f"NOT independent: {', '.join(dependent)} also set fields")
+    else:
+        parts.append("no approver set a field of this record")
+    last = approvals[-1].position
+    later = [e.position for e in review if isinstance(e.event, ReviewFieldSet)
+             and e.position > last]
+    if later:
+        parts.append(f"amended after the last approval at {', '.join(f'#{p}' for p in later)}"
+                     f" (approvals cover the record as of #{last})")
+    return Derived.of("; ".join(parts), *(e.position for e in approvals), *later)

@@ -1,0 +1,167 @@
+"""Derivers about the trace and the rules that judged the attempt: comparison, revisions,
+profile, semantic rule, origin, tool authority and remote cancellation.
+"""
+
+from __future__ import annotations
+
+import json
+
+from tracestore.events import CaptureStored, ModelDecision, SemanticJudged
+from tracestore.projections import reasons as R
+from tracestore.projections.profiles import PROFILES, Profile
+from tracestore.review.context import Derived, ReviewContext, deriver
+from tracestore.review.derive_attempt import listed, plural
+
+
+def _profile(ctx: ReviewContext) -> Profile | None:
+    return PROFILES.get(ctx.view.profile) if ctx.view.profile else None
+
+
+def _profile_cites(ctx: ReviewContext) -> tuple[int | None, ...]:
+    """The start event (api), plus trace.opened when the trace named the profile."""
+    named = ctx.trace is not None and ctx.trace.profile is not None
+    return ctx.start.position, ctx.trace_position if named else None
+
+
+@deriver("comparison")
+def comparison(ctx: ReviewContext) -> Derived | None:
+    """The comparison pair/revision exactly as the trace recorded it."""
+    if ctx.trace is None or not ctx.trace.comparison:
+        return None
+    return Derived.of(ctx.trace.comparison, ctx.trace_position)
+
+
+def _setting(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+@deriver("attempt_profile")
+def attempt_profile(ctx: ReviewContext) -> Derived:
+    """API, profile and request settings the attempt was opened with."""
+    s = ctx.started
+    request = "; ".join(f"{k}={_setting(v)}" for k, v in (s.request or {}).items())
+    return Derived.of(f"api {s.api}; profile {ctx.view.profile or 'none fits'}; "
+                      f"request settings: {request or 'not recorded'}", *_profile_cites(ctx))
+
+
+@deriver("reader_revision")
+def reader_revision(ctx: ReviewContext) -> Derived:
+    """The running tracestore and policy that re-derived the record, and the reader used.
+
+    The version is the running one (passed in as data), not whichever version ingested the
+    events; a recorded decision under another policy is named so the difference shows.
+    """
+    s = ctx.started
+    parts = [f"tracestore {ctx.version} (release policy {R.POLICY_VERSION}) re-derived this "
+             f"record", f"reader {s.reader or 'unnamed'} ({s.api} normalizer)"]
+    recorded = ctx.recorded_decision()
+    if recorded is not None:
+        parts.append(f"decision recorded at #{recorded.position} under policy "
+                     f"{recorded.event.policy_version}")
+    return Derived.of("; ".join(parts), ctx.start.position,
+                      recorded.position if recorded else None)
+
+
+def _terminal_rules(profile: Profile) -> str:
+    groups: dict[str, list[str]] = {}
+    for rule in profile.terminals:
+        label = rule.stop_reason or f"status {rule.status}"
+        groups.setdefault(rule.outcome, []).append(label)
+    return "; ".join(f"{outcome}: {', '.join(labels)}" for outcome, labels in groups.items())
+
+
+@deriver("output_profile")
+def output_profile(ctx: ReviewContext) -> Derived:
+    """What the profile accepts and what it excludes (held for review)."""
+    p = _profile(ctx)
+    if p is None:
+        return Derived.of(f"No release profile fits api {ctx.started.api}: nothing can be "
+                          "released", *_profile_cites(ctx))
+    blocks = plural(p.max_text_blocks, "text block")
+    tools = "allowed" if p.tools_allowed else "excluded"
+    reasoning = "allowed" if p.reasoning_allowed else "excluded"
+    value = (f"{p.name} ({p.api}): up to {blocks}; tools {tools}; reasoning {reasoning}; "
+             f"terminals {_terminal_rules(p)}; unknown forms and stop reasons held for review; "
+             f"metadata {'required' if p.metadata_required else 'not required (absence noted)'}")
+    return Derived.of(value, *_profile_cites(ctx))
+
+
+@deriver("semantic_rule")
+def semantic_rule(ctx: ReviewContext) -> Derived | None:
+    """The task's acceptance rule (data) and the verdict, if one was reached."""
+    if ctx.trace is None:
+        return None
+    task = ctx.trace.task
+    cited: list[int | None] = [ctx.trace_position]
+    if task is None or not (task.answer_patterns or task.forbidden_patterns):
+        rule = "No semantic rule: no answer can be accepted"
+    else:
+        rule = (f"{task.description or 'rule without description'} — "
+                f"{len(task.answer_patterns)} required and {len(task.forbidden_patterns)} "
+                "forbidden patterns, case-insensitive on NFC text; no exact-string equality")
+    judged = next((e for e in ctx.attempt_events() if isinstance(e.event, SemanticJudged)), None)
+    j = ctx.decision.judgement
+    if judged is not None:
+        failed = judged.event.failed_patterns
+        verdict = f"verdict {judged.event.verdict} at #{judged.position}" + (
+            f" ({len(failed)} patterns failed)" if failed else "")
+        cited.append(judged.position)
+    elif j is not None:
+        verdict = f"verdict {j.verdict} (recomputed, not recorded)"
+    elif ctx.decision.decided_at_position is not None:
+        verdict = (f"not judged: the attempt was {ctx.decision.status} at "
+                   f"#{ctx.decision.decided_at_position}, before acceptance")
+        cited.append(ctx.decision.decided_at_position)
+    else:
+        verdict = "not judged yet"
+    return Derived.of(f"{rule}; {verdict}", *cited)
+
+
+@deriver("trace_origin")
+def trace_origin(ctx: ReviewContext) -> Derived | None:
+    """Where the events came from: the recorded origin and any stored capture bytes."""
+    captures = [e for e in ctx.attempt_events() if isinstance(e.event, CaptureStored)]
+    if ctx.trace is None and not captures:
+        return None
+    origin = (ctx.trace.origin if ctx.trace else None) or "origin not recorded"
+    parts = [origin]
+    for c in captures:
+        ev = c.event
+        parts.append(f"capture {ev.filename or 'unnamed'} ({ev.framing}, {ev.size} bytes, "
+                     f"sha256 {ev.sha256}) at #{c.position}")
+    if not captures:
+        parts.append("no raw capture bytes stored")
+    return Derived.of("; ".join(parts), ctx.trace_position, *(c.position for c in captures))
+
+
+@deriver("authority")
+def authority(ctx: ReviewContext) -> Derived | None:
+    """Whether any tool or effect was configured, proposed, admitted or refused."""
+    p = _profile(ctx)
+    if p is None:
+        return None
+    tools = [a for a in ctx.view.anomalies if a.code == R.TOOL_USE_NOT_ALLOWED]
+    decisions = [e for e in ctx.attempt_events() if isinstance(e.event, ModelDecision)]
+    parts = [f"Profile {p.name} {'allows' if p.tools_allowed else 'configures no'} tools"]
+    if tools:
+        parts.append("tool use observed and held, never dispatched: " + listed(
+            [f"{a.detail or a.native_type} at #{a.position}" for a in tools]))
+    else:
+        parts.append(f"no tool use observed in {ctx.view.frames} frames")
+    if decisions:
+        parts.append("model decisions: " + listed(
+            [f"{e.event.stage} at #{e.position}" for e in decisions]))
+    else:
+        parts.append("no model decision proposed, admitted or refused")
+    return Derived.of("; ".join(parts), *_profile_cites(ctx),
+                      *(a.position for a in tools), *(e.position for e in decisions))
+
+
+@deriver("remote_cancellation")
+def remote_cancellation(ctx: ReviewContext) -> Derived | None:
+    """Always UNKNOWN for now: a local Stop is not a provider receipt.
+
+    The event vocabulary has no kind that proves the provider cancelled generation; until
+    one exists, no combination of events may turn this field into a value.
+    """
+    return None

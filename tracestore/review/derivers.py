@@ -1,0 +1,28 @@
+"""The deriver registry, complete: importing this module registers every deriver.
+
+Templates name derivers by these keys; ``tracestore templates`` lists them.  Adding a
+deriver is a function with ``@deriver("name")`` in a ``derive_*`` module, imported here.
+"""
+
+from __future__ import annotations
+
+from tracestore.review import derive_attempt, derive_review, derive_trace  # noqa: F401  (registers)
+from tracestore.review.context import CONFLICT_CHECKS, DERIVERS, ConflictCheck, Deriver
+
+
+def get_deriver(name: str) -> Deriver | None:
+    return DERIVERS.get(name)
+
+
+def get_conflict_check(name: str) -> ConflictCheck | None:
+    return CONFLICT_CHECKS.get(name)
+
+
+def deriver_names() -> list[str]:
+    return sorted(DERIVERS)
+
+
+def describe(name: str) -> str:
+    """The first docstring line of a deriver: what it derives, for listings."""
+    doc = (DERIVERS[name].__doc__ or "").strip()
+    return doc.splitlines()[0] if doc else ""

@@ -1,0 +1,79 @@
+"""Escaping untrusted text (model text, native strings, reviewer values) for a record.
+
+A record is read in three places — rendered Markdown (GitHub, an editor preview), the raw
+Markdown in a terminal, and JSON in scripts — and untrusted text must be inert in each:
+
+Markdown table cells (``md_cell``), decided rules:
+
+* ``&``, ``<``, ``>`` become ``&amp;``, ``&lt;``, ``&gt;``: no HTML (``<script>``, ``<img>``)
+  and no autolinks ever render, and ``&lt;`` typed by a model stays literal text.
+* A line break (``\\n``, ``\\r\\n``) becomes ``<br>``, so a value never leaves its row.
+* ``\\``, ``|``, `````, ``*``, ``~``, ``[``, ``]`` and ``$`` get a backslash: no cell split,
+  no code span, emphasis, strikethrough (which would change what a value *says*), link,
+  image or math.  ``_`` is escaped too, except between two letters/digits where
+  CommonMark cannot read it as emphasis — so ``end_turn`` stays readable in the raw file.
+* Every other control character (C0 incl. tab and lone CR, DEL, C1), and the bidi
+  overrides that make text read differently from its bytes, become visible ``\\xNN`` /
+  ``\\uNNNN`` text; nothing is silently removed.
+* Not escaped: ``#``, ``>`` block quotes, list markers and the like — a table cell holds
+  inline content only, so they cannot start a block there; bare URLs that GitHub
+  linkifies (``www.example.com``) stay text a reader can see before clicking.
+
+JSON (``json_text``): ``json`` escapes C0 controls itself; DEL, C1 and bidi characters
+(which ``ensure_ascii=False`` would pass through raw) are written as ``\\uNNNN``.
+Terminals: the CLI prints records through ``cli.common.safe_text``, not through Rich
+markup, so ANSI escapes and ``[bold]`` are shown, never obeyed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+_CONTROL: Final = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW: Final = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_BACKSLASHED: Final = frozenset("\\|`*~[]$")
+_ENTITIES: Final = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def visible_control(char: str) -> str:
+    """``\\x1b`` for a C0/C1 control, ``\\u202e`` for a bidi override."""
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _underscore(text: str, i: int) -> str:
+    before = text[i - 1] if i > 0 else ""
+    after = text[i + 1] if i + 1 < len(text) else ""
+    return "_" if before.isalnum() and after.isalnum() else "\\_"
+
+
+def md_cell(value: Any) -> str:
+    """Untrusted text as one inert GitHub-Markdown table cell (rules in the module doc)."""
+    text = str(value).replace("\r\n", "\n")
+    out: list[str] = []
+    for i, char in enumerate(text):
+        if char == "\n":
+            out.append("<br>")
+        elif char in _ENTITIES:
+            out.append(_ENTITIES[char])
+        elif char in _BACKSLASHED:
+            out.append("\\" + char)
+        elif char == "_":
+            out.append(_underscore(text, i))
+        elif _CONTROL.match(char):
+            out.append(visible_control(char))
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def json_text(value: Any, *, indent: int | None = 2) -> str:
+    """JSON with non-ASCII kept readable but every invisible control escaped.
+
+    Safe to replace after dumping: these characters can only occur inside JSON strings,
+    where ``\\uNNNN`` means the same character.
+    """
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -1,0 +1,169 @@
+"""Record assembly: a template plus one attempt's events become a filled review record.
+
+Each field is, in this order of precedence: the latest reviewer value (an appended
+``review.field_set`` event, with who and when), else the derived value (with the positions
+it rests on), else exactly ``UNKNOWN``.  A reviewer value never hides the derived one: both
+are kept on the field, and when the reviewer's words contradict the derivation the field is
+flagged as a conflict.  Nothing here reads a database or a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from tracestore.events import ReviewApproved, ReviewFieldSet, StoredEvent
+from tracestore.review.context import Derived, ReviewContext, build_context
+from tracestore.review.derivers import get_conflict_check, get_deriver
+from tracestore.review.templates import Template, TemplateField
+
+UNKNOWN: Final = "UNKNOWN"
+Source = Literal["derived", "reviewer", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class Amendment:
+    """One reviewer value as recorded (a ``review.field_set`` event)."""
+
+    field: str
+    value: str
+    reviewer: str
+    at: str
+    position: int
+    evidence: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.field, "value": self.value, "set_by": self.reviewer,
+                "set_at": self.at, "position": self.position, "evidence": list(self.evidence)}
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    reviewer: str
+    at: str
+    position: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"reviewer": self.reviewer, "at": self.at, "position": self.position}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldValue:
+    name: str
+    label: str
+    source: Source
+    value: str
+    evidence: tuple[int, ...]
+    set_by: str | None = None
+    set_at: str | None = None
+    derived: Derived | None = None
+    "The derived value a reviewer value overrides (kept, never hidden)."
+    conflict: bool = False
+
+    @property
+    def unknown(self) -> bool:
+        """UNKNOWN, whether nobody supplied it or a reviewer wrote exactly that."""
+        return self.value.strip().upper() == UNKNOWN
+
+    def to_dict(self) -> dict[str, Any]:
+        derived = (None if self.derived is None or self.source != "reviewer" else
+                   {"value": self.derived.value, "evidence": list(self.derived.evidence)})
+        return {"name": self.name, "label": self.label, "value": self.value,
+                "source": self.source, "evidence": list(self.evidence), "set_by": self.set_by,
+                "set_at": self.set_at, "derived": derived, "conflict": self.conflict}
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewRecord:
+    template: Template
+    attempt_id: str | None
+    "None for a blank record."
+    trace_id: str | None
+    as_of: int | None
+    "The last trace position the record was derived from."
+    version: str
+    fields: tuple[FieldValue, ...]
+    approvals: tuple[Approval, ...] = ()
+    history: tuple[Amendment, ...] = ()
+    "Every reviewer value of this record, in log order (including superseded ones)."
+    orphans: tuple[Amendment, ...] = ()
+    "Reviewer values for fields the template no longer has (shown, never dropped)."
+
+    @property
+    def unknown(self) -> list[FieldValue]:
+        return [f for f in self.fields if f.unknown]
+
+    @property
+    def conflicts(self) -> list[FieldValue]:
+        return [f for f in self.fields if f.conflict]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON contract (``tracestore review ATTEMPT --format json``)."""
+        return {
+            "template": self.template.name, "attempt_id": self.attempt_id,
+            "trace_id": self.trace_id, "as_of_position": self.as_of,
+            "tracestore_version": self.version,
+            "fields": [f.to_dict() for f in self.fields],
+            "unknown": [f.name for f in self.unknown],
+            "conflicts": [f.name for f in self.conflicts],
+            "approvals": [a.to_dict() for a in self.approvals],
+            "orphan_values": [a.to_dict() for a in self.orphans],
+        }
+
+    def history_dict(self) -> dict[str, Any]:
+        """The JSON contract of ``--history``: every value every field has had."""
+        return {"template": self.template.name, "attempt_id": self.attempt_id,
+                "history": [a.to_dict() for a in self.history],
+                "approvals": [a.to_dict() for a in self.approvals]}
+
+
+def amendments(review: Sequence[StoredEvent]) -> list[Amendment]:
+    return [Amendment(e.event.field, e.event.value, e.event.reviewer, e.recorded_at.isoformat(),
+                      e.position, tuple(e.event.evidence))
+            for e in review if isinstance(e.event, ReviewFieldSet)]
+
+
+def approvals(review: Sequence[StoredEvent]) -> list[Approval]:
+    return [Approval(e.event.reviewer, e.recorded_at.isoformat(), e.position)
+            for e in review if isinstance(e.event, ReviewApproved)]
+
+
+def derive(field: TemplateField, ctx: ReviewContext) -> Derived | None:
+    """The field's derived value, or None; an empty derived text counts as no evidence."""
+    func = get_deriver(field.evidence) if field.evidence else None
+    derived = func(ctx) if func is not None else None
+    return derived if derived is not None and derived.value.strip() else None
+
+
+def fill_field(field: TemplateField, ctx: ReviewContext, latest: Amendment | None) -> FieldValue:
+    derived = derive(field, ctx)
+    if latest is not None:
+        check = get_conflict_check(field.evidence) if field.evidence else None
+        conflict = bool(derived is not None and check is not None and check(latest.value, ctx))
+        evidence = tuple(sorted({latest.position, *latest.evidence}))
+        return FieldValue(field.name, field.label, "reviewer", latest.value, evidence,
+                          latest.reviewer, latest.at, derived, conflict)
+    if derived is not None:
+        return FieldValue(field.name, field.label, "derived", derived.value, derived.evidence)
+    return FieldValue(field.name, field.label, "unknown", UNKNOWN, ())
+
+
+def fill_record(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
+                version: str) -> ReviewRecord:
+    """The record for ``attempt_id`` from its trace's events (``NotFound`` if absent)."""
+    ctx = build_context(events, attempt_id, template=template.name, version=version)
+    review = ctx.review_events()
+    history = amendments(review)
+    latest = {a.field: a for a in history}  # later values replace earlier ones
+    names = {f.name for f in template.fields}
+    fields = tuple(fill_field(f, ctx, latest.get(f.name)) for f in template.fields)
+    return ReviewRecord(template, attempt_id, ctx.started.trace_id, ctx.as_of, version, fields,
+                        tuple(approvals(review)), tuple(history),
+                        tuple(a for a in history if a.field not in names))
+
+
+def blank_record(template: Template, *, version: str) -> ReviewRecord:
+    """The empty record: every field UNKNOWN (a blank is UNKNOWN, never PASS)."""
+    fields = tuple(FieldValue(f.name, f.label, "unknown", UNKNOWN, ()) for f in template.fields)
+    return ReviewRecord(template, None, None, None, version, fields)
