@@ -13,7 +13,7 @@ Layers inside the package (imports point down):
 The CLI (``tracestore review``) is the only part that reads the store or writes files.
 """
 
-from tracestore.review.amend import parse_assignment, plan_review
+from tracestore.review.amend import check_reviewer, parse_assignment, plan_review
 from tracestore.review.context import Derived, ReviewContext, build_context
 from tracestore.review.record import (
     UNKNOWN, Amendment, Approval, FieldValue, ReviewRecord, blank_record, fill_record,
@@ -26,7 +26,7 @@ from tracestore.review.templates import (
 )
 
 __all__ = [
-    "parse_assignment", "plan_review", "Derived", "ReviewContext", "build_context", "UNKNOWN",
+    "check_reviewer", "parse_assignment", "plan_review", "Derived", "ReviewContext", "build_context", "UNKNOWN",
     "Amendment", "Approval", "FieldValue", "ReviewRecord", "blank_record", "fill_record",
     "render_history_json", "render_history_markdown", "render_json", "render_markdown",
     "DEFAULT_TEMPLATE", "Template", "TemplateField", "load_template", "template_names",

@@ -1,0 +1,170 @@
+"""Review commands: ``review`` (fill, amend, approve, history, blank) and ``templates``.
+
+The shell does the I/O and nothing clever: it loads the attempt's trace from the store,
+hands the events to the pure ``tracestore.review`` functions, appends what they plan (in
+one transaction, with the independence check run inside it), and writes the rendering to
+the terminal through ``safe_text`` or atomically to ``--out``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+import tracestore
+from tracestore.cli.common import (
+    DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
+    safe_text, term_text,
+)
+from tracestore.errors import InputError, NotFound
+from tracestore.review import (
+    DEFAULT_TEMPLATE, ReviewRecord, blank_record, check_reviewer, fill_record, load_template,
+    parse_assignment,
+    plan_review, render_history_json, render_history_markdown, render_json, render_markdown,
+)
+from tracestore.review.derivers import describe
+from tracestore.review.templates import Template, load_all
+from tracestore.store.log import EventStore, WriteView
+
+
+class Format(str, enum.Enum):
+    md = "md"
+    json = "json"
+
+
+def trace_of(store: EventStore, attempt_id: str) -> str:
+    """The trace an attempt belongs to, from its first event (``attempt.started``)."""
+    first = store.read(attempt_id=attempt_id, limit=1)
+    trace_id = getattr(first[0].event, "trace_id", None) if first else None
+    if trace_id is None:
+        raise NotFound(f"no attempt {attempt_id!r} in the log", code="attempt_not_found",
+                       attempt_id=attempt_id)
+    return str(trace_id)
+
+
+def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str, *,
+          sets: list[tuple[str, str]], approve: bool, reviewer: Optional[str],
+          evidence: list[int]) -> tuple[int, ...]:
+    """Append the reviewer's action; the refusal rules see the log as of this transaction."""
+
+    def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
+        events = view.read(trace_id=trace_id)
+        return plan_review(template, events, attempt_id, sets=sets, approve=approve,
+                           reviewer=reviewer, evidence=evidence), []
+
+    return store.append_with(build).positions
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temp file and rename: never a half-written record."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render(record: ReviewRecord, fmt: Format, history: bool) -> str:
+    if fmt is Format.json:
+        return render_history_json(record) if history else render_json(record)
+    return render_history_markdown(record) if history else render_markdown(record)
+
+
+def output(text: str, fmt: Format, out: Optional[Path]) -> None:
+    if out is not None:
+        write_atomically(out, text)
+        err_console.print(term_text(f"wrote {out}"))
+    elif fmt is Format.json:
+        sys.stdout.write(text)  # json_text already escaped every control character
+    else:
+        # Raw Markdown, never through Rich markup; controls shown as \xNN escapes.
+        sys.stdout.write(safe_text(text, keep_newlines=True))
+
+
+def _check_options(attempt: Optional[str], blank: bool, acting: bool, history: bool) -> None:
+    if blank and (attempt is not None or acting or history):
+        raise InputError("--blank prints the empty record: it takes no ATTEMPT, --set, "
+                         "--approve or --history", code="blank_takes_no_attempt")
+    if not blank and attempt is None:
+        raise InputError("name an ATTEMPT to review (or pass --blank)", code="attempt_required")
+
+
+@app.command()
+@handles_errors
+def review(
+    attempt: Annotated[Optional[str], typer.Argument(help="Attempt id to review.")] = None,
+    template: Annotated[str, typer.Option(help="Template name (see `tracestore templates`).")]
+    = DEFAULT_TEMPLATE,
+    fmt: Annotated[Format, typer.Option("--format", help="md for people, json for scripts.")]
+    = Format.md,
+    out: Annotated[Optional[Path], typer.Option(help="Write the record to FILE (atomically) "
+                                                "instead of printing it.")] = None,
+    set_: Annotated[Optional[list[str]], typer.Option(
+        "--set", help="FIELD=VALUE: append a reviewer value (repeatable). Needs --reviewer.")]
+    = None,
+    reviewer: Annotated[Optional[str], typer.Option(help="Who sets or approves.")] = None,
+    evidence: Annotated[Optional[list[int]], typer.Option(
+        help="An event position the --set values rest on (repeatable).")] = None,
+    approve: Annotated[bool, typer.Option(
+        help="Approve the record as an independent reviewer. Needs --reviewer.")] = False,
+    history: Annotated[bool, typer.Option(help="Show every value each field has had.")] = False,
+    blank: Annotated[bool, typer.Option(help="Print the empty record (every field UNKNOWN).")]
+    = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Fill a review record from an attempt's events; amend or approve it by appending."""
+    fmt = Format.json if as_json else fmt
+    sets = [parse_assignment(s) for s in set_ or []]
+    _check_options(attempt, blank, bool(sets) or approve, history)
+    if sets or approve:
+        reviewer = check_reviewer(reviewer)
+    spec = load_template(template)
+    version = tracestore.__version__
+    if blank:
+        output(render(blank_record(spec, version=version), fmt, False), fmt, out)
+        return
+    assert attempt is not None
+    with open_store(db) as store:
+        trace_id = trace_of(store, attempt)
+        if sets or approve:
+            written = amend(store, spec, attempt, trace_id, sets=sets, approve=approve,
+                            reviewer=reviewer, evidence=evidence or [])
+            err_console.print(term_text(
+                f"recorded {len(written)} review event(s) at "
+                f"{', '.join(f'#{p}' for p in written)}"))
+        events = store.read(trace_id=trace_id)
+    record = fill_record(spec, events, attempt, version=version)
+    output(render(record, fmt, history), fmt, out)
+
+
+@app.command()
+@handles_errors
+def templates(as_json: JsonOption = False) -> None:
+    """List review templates, their fields and which deriver supplies each field."""
+    loaded = load_all()
+    if as_json:
+        emit_json({"templates": [t.to_dict() for t in loaded]})
+        return
+    for spec in loaded:
+        table = Table(title=f"{spec.name}: {spec.title} ({len(spec.fields)} fields)")
+        for column in ("field", "label", "evidence"):
+            table.add_column(column, overflow="fold")
+        for f in spec.fields:
+            source = (f"{f.evidence}: {describe(f.evidence)}" if f.evidence
+                      else "reviewer only")
+            table.add_row(term_text(f.name), term_text(f.label), term_text(source))
+        console.print(table)
