@@ -179,3 +179,13 @@ def test_review_commands_have_help() -> None:
     for name in ("review", "templates"):
         result = runner.invoke(app, [name, "--help"])
         assert result.exit_code == 0 and "Usage" in result.stdout
+
+
+def test_docs_sample_record_is_what_the_command_prints() -> None:
+    """docs/review.md shows the T7 record as ``review t7`` writes it (version normalised)."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "review.md").read_text("utf-8")
+    sample = doc.split("```markdown\n", 1)[1].split("```", 1)[0]
+    actual = expected_t7_markdown().replace(f"tracestore {tracestore.__version__}",
+                                            "tracestore 0.1.0")
+    assert sample == actual
+    assert "$ tracestore replay fixtures/seed003/t7.json\n$ tracestore review t7 --out" in doc
