@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Literal, Union
@@ -229,17 +230,18 @@ def parse_event(payload: dict[str, Any]) -> Any:
         ) from exc
 
 
-_ID_RANDOM = random.SystemRandom().getrandbits(64)
-_id_source = random.Random(_ID_RANDOM ^ uuid.uuid4().int)
+_id_source = random.Random(random.SystemRandom().getrandbits(128))
 
 
 def new_event_id() -> str:
-    """A random 128-bit id as 32 hex digits.
+    """A fresh event id: 64 bits of time then 64 random bits, as 32 hex digits.
 
-    Ids only need to be unique, not secret: a PRNG seeded once from the OS is as unique as
-    ``uuid4`` and several times cheaper, which matters when one ingest makes 100k events.
+    Time first (the UUIDv7 idea) makes ids of one ingest sort together, so inserting them
+    into the unique id index appends to its B-tree instead of touching random pages; with
+    64 random bits after the nanosecond clock, two ids never collide in practice.  A PRNG
+    seeded once from the OS is enough: ids must be unique, not secret.
     """
-    return f"{_id_source.getrandbits(128):032x}"
+    return f"{time.time_ns():016x}{_id_source.getrandbits(64):016x}"
 
 
 class NewEvent:
@@ -249,11 +251,14 @@ class NewEvent:
     and frozen-dataclass construction was the largest single cost of an ingest.
     """
 
-    __slots__ = ("stream", "event", "id", "trace_id")
+    __slots__ = ("stream", "event", "id", "trace_id", "fresh_id")
 
     def __init__(self, stream: str, event: Any, id: str = "", trace_id: str | None = None) -> None:
         self.stream = stream
         self.event = event
+        # A freshly drawn 128-bit random id cannot already be stored, so the store may skip
+        # its idempotency lookup; ids given by the caller are always checked.
+        self.fresh_id = not id
         self.id = id or new_event_id()
         self.trace_id = trace_id
         for name, value in (("stream", stream), ("id", self.id), ("trace_id", trace_id)):

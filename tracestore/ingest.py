@@ -59,10 +59,17 @@ class IngestPlan:
     "The drain outcome the input shows (None when a projection supplied none)."
 
 
-def event_id(*parts: object) -> str:
-    """A deterministic id: the same input into the same attempt gets the same ids."""
-    text = "\x1f".join(str(p) for p in parts)
-    return hashlib.sha256(f"{_ID_NAMESPACE}\x1f{text}".encode("utf-8")).hexdigest()[:32]
+def event_id(attempt: str, sha256: str, part: str, index: int = 0) -> str:
+    """A deterministic id: the same input into the same attempt gets the same ids.
+
+    A digest of (attempt, input) followed by the part and index, so one ingest's ids sort
+    together and append to the id index rather than scattering across it.
+    """
+    prefix = hashlib.sha256(f"{_ID_NAMESPACE}\x1f{attempt}\x1f{sha256}".encode()).hexdigest()
+    return f"{prefix[:20]}{_PARTS[part]}{index:011x}"
+
+
+_PARTS = {"trace": "0", "started": "1", "capture": "2", "body": "3"}
 
 
 def default_attempt_id(filename: str | None, sha256: str) -> str:
@@ -180,7 +187,7 @@ def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: 
               body: Sequence[Any]) -> list[NewEvent]:
     """trace.opened, attempt.started, capture.stored, then the body, with stable ids."""
     head: list[tuple[str, str, Any]] = [
-        (trace_stream(trace), event_id("trace", trace),
+        (trace_stream(trace), event_id(trace, "", "trace"),
          TraceOpened(trace_id=trace, task=task, origin=origin)),
         (attempt_stream(attempt), event_id(attempt, sha, "started"),
          AttemptStarted(attempt_id=attempt, trace_id=trace, api=api, reader="ingest")),

@@ -20,6 +20,7 @@ from tracestore.cli.common import (
     open_store,
     term_text,
 )
+from tracestore.bulk import paused_gc
 from tracestore.errors import ChainBroken, InputError
 from tracestore.events import StoredEvent, TaskRule, attempt_stream
 from tracestore.ingest import IngestPlan, plan_ingest
@@ -102,7 +103,7 @@ def ingest(
     """Record one attempt from a file: every native frame becomes one event, in one transaction."""
     data = read_input(file)
     with console.status(f"decoding {file.name} ({len(data):,} bytes)…", spinner="dots") \
-            if not as_json and len(data) > 1_000_000 else _null():
+            if not as_json and len(data) > 1_000_000 else _null(), paused_gc():
         plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=read_task(task))
     with open_store(db) as store:

@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from tracestore.bulk import paused_gc
 from tracestore.errors import ExpectedVersionConflict, StoreError
 from tracestore.events import SCHEMA_VERSIONS, NewEvent, StoredEvent, parse_event, upcast
 from tracestore.store import engine as engines
@@ -50,12 +51,20 @@ def chain_hash(prev_hash: str, position: int, event_id: str, stream: str, versio
                payload: str) -> str:
     """sha256 over the previous hash, the envelope fields and the payload text.
 
-    Fields are joined with the unit separator; ``NewEvent`` refuses control characters in
-    ids and stream names, so the join is unambiguous.
+    Fields are joined with the unit separator; ``NewEvent`` refuses non-printable
+    characters in ids and stream names, so the join is unambiguous.
     """
-    text = (f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}\x1f{version}\x1f{type_name}"
-            f"\x1f{schema_version}\x1f{recorded_at}\x1f{trace_id or ''}\x1f{payload}")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(_envelope(prev_hash, position, event_id, stream, version,
+                                      type_name, schema_version, recorded_at, trace_id))
+    digest.update(payload.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def _envelope(prev_hash: str, position: int, event_id: str, stream: str, version: int,
+              type_name: str, schema_version: int, recorded_at: str,
+              trace_id: str | None) -> bytes:
+    return (f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}\x1f{version}\x1f{type_name}"
+            f"\x1f{schema_version}\x1f{recorded_at}\x1f{trace_id or ''}\x1f").encode("utf-8")
 
 
 def utc_now() -> str:
@@ -144,7 +153,7 @@ class EventStore:
         ``build`` sees the head position, so it can plan positions ``head + 1 …``.
         """
         try:
-            with self._writer.begin() as conn:
+            with paused_gc(), self._writer.begin() as conn:
                 if self._dialect == "postgresql":
                     conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
                 head_position, head_hash = self._head(conn)
@@ -190,7 +199,9 @@ class EventStore:
     def _insert(self, conn: Connection, batch: Sequence[NewEvent],
                 expected: Mapping[str, int], head_position: int, head_hash: str,
                 recorded_at: str) -> tuple[list[int], list[str]]:
-        existing = self._existing_ids(conn, [e.id for e in batch])
+        existing = self._existing_ids(conn, [e.id for e in batch if not e.fresh_id])
+        for new in batch:  # once offered to the store, an id may exist: check it next time
+            new.fresh_id = False
         streams = sorted({e.stream for e in batch} | set(expected))
         versions = self._stream_versions(conn, streams)
         for stream, want in expected.items():
@@ -204,21 +215,26 @@ class EventStore:
         skipped: list[str] = []
         seen: set[str] = set()
         position, prev_hash = head_position, head_hash
+        sha256, envelope = hashlib.sha256, _envelope  # locals: this loop runs per event
         for new in batch:
-            if new.id in existing or new.id in seen:
-                skipped.append(new.id)
+            event_id, stream, event = new.id, new.stream, new.event
+            if event_id in existing or event_id in seen:
+                skipped.append(event_id)
                 continue
-            seen.add(new.id)
+            seen.add(event_id)
             position += 1
-            version = versions.get(new.stream, 0) + 1
-            versions[new.stream] = version
-            type_name = new.event.type
+            version = versions.get(stream, 0) + 1
+            versions[stream] = version
+            type_name = event.type
             schema_version = SCHEMA_VERSIONS[type_name]
-            payload = canonical_payload(new.event)
-            digest = chain_hash(prev_hash, position, new.id, new.stream, version, type_name,
-                                schema_version, recorded_at, new.trace_id, payload)
-            rows.append((position, new.id, new.stream, version, type_name, schema_version,
-                         recorded_at, new.trace_id, payload, digest))
+            # Same bytes as canonical_payload/chain_hash, without a second encode.
+            payload_bytes = event.__pydantic_serializer__.to_json(event)
+            digest_obj = sha256(envelope(prev_hash, position, event_id, stream, version,
+                                         type_name, schema_version, recorded_at, new.trace_id))
+            digest_obj.update(payload_bytes)
+            digest = digest_obj.hexdigest()
+            rows.append((position, event_id, stream, version, type_name, schema_version,
+                         recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
             prev_hash = digest
         if rows:
             # The driver's executemany directly: SQLAlchemy's per-row parameter processing
