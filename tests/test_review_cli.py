@@ -189,3 +189,21 @@ def test_docs_sample_record_is_what_the_command_prints() -> None:
                                             "tracestore 0.1.0")
     assert sample == actual
     assert "$ tracestore replay fixtures/seed003/t7.json\n$ tracestore review t7 --out" in doc
+
+
+def test_review_of_an_ingested_real_capture(db_file: Path) -> None:
+    capture = SEED.parents[1] / "fixtures" / "real" / "bedrock" / "claude-tool-use.bin"
+    assert run("ingest", str(capture), "--attempt", "b1", db=db_file)[0] == 0
+    code, stdout, _ = run("review", "b1", "--json", db=db_file)
+    fields = {f["name"]: f for f in json.loads(stdout)["fields"]}
+    assert code == 0
+    assert fields["authority"]["value"] == (
+        "Profile bedrock-converse-text configures no tools; tool use observed and held, never "
+        "dispatched: get_weather at #5, #6, #7 … #12 (8 times), tool_use at #13; no model "
+        "decision proposed, admitted or refused")
+    assert fields["release_decision"]["value"].startswith(
+        "Ineligible: held at #5 (tool_use_not_allowed)")
+    assert fields["candidate"]["value"] == "No text candidate in 11 frames; nothing to release"
+    assert fields["accepted_destinations"]["value"] == (
+        "Expected absent (held); actual: no ui/history/export/copy write — no destination "
+        "writes recorded; audit: no violations")

@@ -123,3 +123,22 @@ def test_adding_a_field_is_editing_a_template_not_python() -> None:
         "Clean drain at #12; usage inputTokens=30, outputTokens=20, totalTokens=50 at #11")
     assert by_name["transport"].evidence == (11, 12)
     assert (by_name["owner"].value, by_name["owner"].source) == ("UNKNOWN", "unknown")
+
+
+def test_templates_are_found_in_an_installed_package(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Installed, there is no checkout: templates ship as ``tracestore/_review_templates``."""
+    package = tmp_path / "site-packages" / "tracestore"
+    (package / "_review_templates").mkdir(parents=True)
+    for name in ("trace-review", "application-record"):
+        (package / "_review_templates" / f"{name}.json").write_text(
+            json.dumps(raw(name)), encoding="utf-8")
+    monkeypatch.setattr(tracestore, "__file__", str(package / "__init__.py"))
+    assert templates_dir() == package / "_review_templates"
+    assert len(load_template("application-record").fields) == 18
+    (package / "_review_templates" / "trace-review.json").unlink()
+    (package / "_review_templates" / "application-record.json").unlink()
+    (package / "_review_templates").rmdir()
+    with pytest.raises(NotFound) as info:
+        templates_dir()
+    assert info.value.code == "templates_missing"

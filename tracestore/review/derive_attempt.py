@@ -47,6 +47,22 @@ def positions(values: Iterable[int]) -> str:
     return ", ".join(f"#{p}" for p in values)
 
 
+def grouped(items: Iterable[tuple[str, str, str | None, int]]
+            ) -> dict[tuple[str, str, str | None], list[int]]:
+    """Repeated facts (one anomaly per tool-argument delta …) folded to one entry each."""
+    groups: dict[tuple[str, str, str | None], list[int]] = {}
+    for code, native, detail, position in items:
+        groups.setdefault((code, native, detail), []).append(position)
+    return groups
+
+
+def spread(found: list[int]) -> str:
+    """``#5`` or ``#17, #18, #19 … #23 (7 times)``: short, and still naming first and last."""
+    if len(found) <= 3:
+        return positions(found)
+    return f"{positions(found[:3])} … #{found[-1]} ({len(found)} times)"
+
+
 def _native_ids(native: Any) -> list[str]:
     """Response/message/item ids a provider put in one native event (one level deep)."""
     found: list[str] = []
@@ -117,10 +133,11 @@ def native_observation(ctx: ReviewContext) -> Derived | None:
                      f"{_after_stop(ctx, e.position)}")
         cited.append(e.position)
     if view.anomalies:
+        groups = grouped((a.code, a.native_type, a.detail, a.position) for a in view.anomalies)
         parts.append("outside the profile: " + listed(
-            [f"{a.code} ({a.native_type}{': ' + a.detail if a.detail else ''}) at #{a.position}"
-             for a in view.anomalies]))
-        cited.extend(a.position for a in view.anomalies[:MAX_LISTED])
+            [f"{code} ({native}{': ' + detail if detail else ''}) at {spread(ps)}"
+             for (code, native, detail), ps in groups.items()]))
+        cited.extend(p for ps in groups.values() for p in (ps[0], ps[-1]))
     if not view.terminals:
         parts.append("no native terminal")
     if view.drain is not None:

@@ -10,7 +10,7 @@ from tracestore.events import CaptureStored, ModelDecision, SemanticJudged
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
 from tracestore.review.context import Derived, ReviewContext, deriver
-from tracestore.review.derive_attempt import listed, plural
+from tracestore.review.derive_attempt import MAX_LISTED, grouped, listed, plural, spread
 
 
 def _profile(ctx: ReviewContext) -> Profile | None:
@@ -143,9 +143,10 @@ def authority(ctx: ReviewContext) -> Derived | None:
     tools = [a for a in ctx.view.anomalies if a.code == R.TOOL_USE_NOT_ALLOWED]
     decisions = [e for e in ctx.attempt_events() if isinstance(e.event, ModelDecision)]
     parts = [f"Profile {p.name} {'allows' if p.tools_allowed else 'configures no'} tools"]
+    groups = grouped(("tool", "", a.detail or a.native_type, a.position) for a in tools)
     if tools:
         parts.append("tool use observed and held, never dispatched: " + listed(
-            [f"{a.detail or a.native_type} at #{a.position}" for a in tools]))
+            [f"{name} at {spread(ps)}" for (_, _, name), ps in groups.items()]))
     else:
         parts.append(f"no tool use observed in {ctx.view.frames} frames")
     if decisions:
@@ -154,7 +155,8 @@ def authority(ctx: ReviewContext) -> Derived | None:
     else:
         parts.append("no model decision proposed, admitted or refused")
     return Derived.of("; ".join(parts), *_profile_cites(ctx),
-                      *(a.position for a in tools), *(e.position for e in decisions))
+                      *(p for ps in groups.values() for p in (ps[0], ps[-1])),
+                      *(e.position for e in decisions[:MAX_LISTED]))
 
 
 @deriver("remote_cancellation")
