@@ -26,7 +26,8 @@ from tracestore.review.templates import (
 )
 
 __all__ = [
-    "check_reviewer", "parse_assignment", "plan_review", "Derived", "ReviewContext", "build_context", "UNKNOWN",
+    "check_reviewer", "parse_assignment", "plan_review", "Derived", "ReviewContext",
+    "build_context", "UNKNOWN",
     "Amendment", "Approval", "FieldValue", "ReviewRecord", "blank_record", "fill_record",
     "render_history_json", "render_history_markdown", "render_json", "render_markdown",
     "DEFAULT_TEMPLATE", "Template", "TemplateField", "load_template", "template_names",

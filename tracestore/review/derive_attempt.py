@@ -111,7 +111,8 @@ def _after_stop(ctx: ReviewContext, position: int) -> str:
     stop = ctx.view.stop_position
     if stop is None:
         return ""
-    return f", after local Stop at #{stop}" if stop < position else f", before local Stop at #{stop}"
+    side = "after" if stop < position else "before"
+    return f", {side} local Stop at #{stop}"
 
 
 @deriver("native_observation")
@@ -299,7 +300,8 @@ def transport_accounting(ctx: ReviewContext) -> Derived | None:
         accounting = f"usage {usage} at #{view.usage_position}"
     else:
         accounting = "no usage metadata (recorded as absent, never as zero)"
-    return Derived.of(_capital(f"{drain}; {accounting}"), view.drain.position if view.drain else None,
+    return Derived.of(_capital(f"{drain}; {accounting}"),
+                      view.drain.position if view.drain else None,
                       view.usage_position)
 
 
