@@ -234,7 +234,7 @@ def test_no_rule_holds_at_the_drain() -> None:
 
 
 def test_api_without_profile_is_held_at_start() -> None:
-    events = run({"candidates": []}, api="gemini")
+    events = run({"frames": []}, api="app-frames")
     d = decide_release(events, "a")
     assert (d.status, d.reasons) == (R.HELD, (R.NO_PROFILE,))
     assert d.decided_at_position == pos(events, "attempt.started")

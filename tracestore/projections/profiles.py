@@ -81,13 +81,67 @@ BEDROCK_CONVERSE_TEXT = Profile(
     }),
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT)}
+# The same one-text-answer profile for the other providers tracestore reads, so a real
+# capture from any of them gets a decision.  Terminal values are the providers' own
+# (PROVIDER-FORMATS.md); anything else (stop sequences, refusals, safety stops, tool calls)
+# is not a normal ending of this profile and is held or classified as below.
+ANTHROPIC_MESSAGES_TEXT = Profile(
+    name="anthropic-messages-text",
+    api="anthropic-messages",
+    terminals=(
+        TerminalRule("normal", stop_reason="end_turn"),
+        TerminalRule("limited", stop_reason="max_tokens"),
+        TerminalRule("tool", stop_reason="tool_use"),
+    ),
+    # ``event: error`` after HTTP 200 (overloaded_error, api_error …) fails the request.
+    failure_errors=frozenset({"error"}),
+)
+
+OPENAI_CHAT_TEXT = Profile(
+    name="openai-chat-text",
+    api="openai-chat",
+    terminals=(
+        TerminalRule("normal", stop_reason="stop"),
+        TerminalRule("limited", stop_reason="length"),
+        TerminalRule("tool", stop_reason="tool_calls"),
+    ),
+    failure_errors=frozenset({"error"}),
+)
+
+XAI_CHAT_TEXT = Profile(
+    name="xai-chat-text",
+    api="xai",
+    terminals=OPENAI_CHAT_TEXT.terminals,
+    failure_errors=frozenset({"error"}),
+)
+
+GEMINI_TEXT = Profile(
+    name="gemini-text",
+    api="gemini",
+    terminals=(
+        TerminalRule("normal", stop_reason="STOP"),
+        TerminalRule("limited", stop_reason="MAX_TOKENS"),
+    ),
+    failure_errors=frozenset({"error"}),
+)
+
+OLLAMA_TEXT = Profile(
+    name="ollama-text",
+    api="ollama",
+    terminals=(
+        TerminalRule("normal", stop_reason="stop"),
+        TerminalRule("limited", stop_reason="length"),
+    ),
+    failure_errors=frozenset({"error"}),
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (
+    OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
+    XAI_CHAT_TEXT, GEMINI_TEXT, OLLAMA_TEXT,
+)}
 
 #: The profile an attempt gets when its trace names none.
-DEFAULT_PROFILE_FOR_API: dict[str, str] = {
-    "openai-responses": OPENAI_RESPONSES_TEXT.name,
-    "bedrock-converse-stream": BEDROCK_CONVERSE_TEXT.name,
-}
+DEFAULT_PROFILE_FOR_API: dict[str, str] = {p.api: p.name for p in PROFILES.values()}
 
 
 def profile_for(api: str, trace_profile: str | None = None) -> Profile | None:
