@@ -1,0 +1,70 @@
+"""Wire layer: bytes in, frames out, for every streaming framing tracestore reads.
+
+This is the bottom of the stack (see DESIGN.md): SSE, NDJSON, vercel chunks, streamed
+JSON arrays and the AWS binary event stream.  Every decoder is pure and incremental
+(``feed(chunk)`` / ``close()``), yields identical frames for any chunk boundaries, holds
+at most one incomplete frame, enforces the bounds in ``limits`` and fails only with
+``tracestore.errors.WireError`` carrying a stable ``code`` and an absolute ``offset``.
+"""
+
+from __future__ import annotations
+
+from tracestore.errors import WireError
+from tracestore.wire.base import Decoder
+from tracestore.wire.chunks import ChunksDecoder
+from tracestore.wire.detect import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, framing_for_path
+from tracestore.wire.eventstream import EventStreamDecoder
+from tracestore.wire.frames import (EventStreamMessage, Frame, HeaderValue, SSEEvent, TextFrame,
+                                    Truncation)
+from tracestore.wire.jsonarray import JSONArrayDecoder
+from tracestore.wire.limits import MAX_FRAME_BYTES, MAX_FRAMES_PER_CAPTURE
+from tracestore.wire.ndjson import NDJSONDecoder
+from tracestore.wire.sse import SSEDecoder
+
+_DECODERS: dict[str, type[Decoder]] = {
+    "sse": SSEDecoder,
+    "ndjson": NDJSONDecoder,
+    "chunks": ChunksDecoder,
+    "json-array": JSONArrayDecoder,
+    "aws-eventstream": EventStreamDecoder,
+}
+
+
+def make_decoder(framing: str, **bounds: int) -> Decoder:
+    """A fresh decoder for ``framing`` (one of ``FRAMINGS``); bounds are
+    ``max_frame_bytes`` / ``max_frames``."""
+    try:
+        cls = _DECODERS[framing]
+    except KeyError:
+        raise WireError(f"unknown framing {framing!r}; expected one of {', '.join(FRAMINGS)}",
+                        code="unknown_framing", offset=0) from None
+    return cls(**bounds)
+
+
+def decode_bytes(data: bytes, framing: str, chunk_size: int | None = None,
+                 **bounds: int) -> tuple[list[Frame], Truncation | None]:
+    """Decode a whole capture held in memory, fed in ``chunk_size`` pieces (default: one).
+
+    Returns the frames and the decoder's ``truncation`` (``None`` for a clean end).
+    """
+    decoder = make_decoder(framing, **bounds)
+    frames: list[Frame] = []
+    if chunk_size is None or chunk_size >= len(data):
+        frames.extend(decoder.feed(data))
+    else:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be >= 1")
+        view = memoryview(data)
+        for start in range(0, len(data), chunk_size):
+            frames.extend(decoder.feed(bytes(view[start:start + chunk_size])))
+    frames.extend(decoder.close())
+    return frames, decoder.truncation
+
+
+__all__ = [
+    "ChunksDecoder", "DETECT_HEAD_BYTES", "Decoder", "EventStreamDecoder", "EventStreamMessage",
+    "FRAMINGS", "Frame", "HeaderValue", "JSONArrayDecoder", "MAX_FRAMES_PER_CAPTURE",
+    "MAX_FRAME_BYTES", "NDJSONDecoder", "SSEDecoder", "SSEEvent", "TextFrame", "Truncation",
+    "WireError", "decode_bytes", "detect_framing", "framing_for_path",
+    "make_decoder",
+]
