@@ -3,39 +3,22 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from tracestore.cli import app
 from tracestore.store.log import EventStore
+from clihelp import count_events, run, runner
 
 SEED003 = Path(__file__).resolve().parents[1] / "fixtures" / "seed003"
 ANSWER = "The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed Thursday."
 SHA = "53f9380d078e5af77a7ebe7cf105028efe1c32fecefb7c72062f367615e358cd"
 PROGRESS_SHA = "b22c9719f7974e13e10a7f8c4a7d911a8ba704e95b41c4ac76c04b1bd845f4af"
 
-runner = CliRunner()
 
 
-def run(*args: str, db: Path) -> tuple[int, str, str]:
-    result = runner.invoke(app, [*args, "--db", str(db)])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def count_events(db: Path) -> int:
-    if not db.exists():
-        return 0
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT count(*) FROM ts_events").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-    finally:
-        conn.close()
 
 
 def decision(attempt: str, status: str, reasons: list[str], at: int | None,

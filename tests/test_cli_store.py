@@ -7,34 +7,18 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from tracestore.cli import app
 from tracestore.store.log import EventStore
+from clihelp import count_events, run, runner
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
-runner = CliRunner()
 S1 = FIXTURES / "projections" / "s1.json"
 S2 = FIXTURES / "projections" / "s2.json"
 T1 = FIXTURES / "projections" / "t1.json"
 
 
-def run(*args: str, db: Path) -> tuple[int, str, str]:
-    result = runner.invoke(app, [*args, "--db", str(db)])
-    return result.exit_code, result.stdout, result.stderr
-
-
-def count_events(db: Path) -> int:
-    if not db.exists():
-        return 0
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT count(*) FROM ts_events").fetchone()[0]
-    except sqlite3.OperationalError:
-        return 0
-    finally:
-        conn.close()
 
 
 def test_ingest_s1_records_each_element_as_one_event(db_file: Path) -> None:
