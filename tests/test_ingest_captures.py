@@ -118,3 +118,14 @@ def test_corrupt_bytes_name_the_offset_and_write_nothing(tmp_path: Path, db_file
     assert json.loads(err)["error"] in ("message_crc_mismatch", "prelude_crc_mismatch")
     assert json.loads(err)["offset"] == second
     assert not db_file.exists() or EventStore(f"sqlite:///{db_file}").head_position() == 0
+
+
+def test_progress_reports_bytes_decoded_up_to_the_whole_capture() -> None:
+    from tracestore.wire import decode_bytes
+
+    data = (REAL / "openai-responses" / "reasoning-summary-o3-mini.sse").read_bytes()
+    seen: list[int] = []
+    frames, truncation = decode_bytes(data, "sse", chunk_size=50_000, progress=seen.append)
+    assert seen == [50_000, 100_000, 150_000, len(data), len(data)]
+    assert truncation is None
+    assert frames == decode_bytes(data, "sse")[0]

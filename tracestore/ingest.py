@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -238,8 +238,12 @@ def capture_drain(reading: Any) -> tuple[str, str | None]:
 
 def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | None = None,
                 trace_id: str | None = None, provider: str = "auto",
-                chunk_size: int | None = None, task: TaskRule | None = None) -> IngestPlan:
-    """Decide whether ``data`` is a projection or a capture, and plan its events."""
+                chunk_size: int | None = None, task: TaskRule | None = None,
+                progress: Callable[[int], None] | None = None) -> IngestPlan:
+    """Decide whether ``data`` is a projection or a capture, and plan its events.
+
+    ``progress`` hears how many bytes of a capture have been decoded (for progress bars).
+    """
     from tracestore.providers.strictjson import strict_loads
     from tracestore.wire import decode_bytes, framing_for_path
 
@@ -257,6 +261,7 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
                                    trace_id=trace_id, api=provider, task=task)
     from tracestore.providers.capture import read_capture
 
-    reading = read_capture(data, provider=provider, filename=filename, chunk_size=chunk_size)
+    reading = read_capture(data, provider=provider, filename=filename, chunk_size=chunk_size,
+                           progress=progress)
     return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,
                         trace_id=trace_id, task=task)

@@ -3,14 +3,26 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 from rich.table import Table
 
 from tracestore.cli.common import (
     DbOption,
+    err_console,
+    safe_text,
     JsonOption,
     app,
     console,
@@ -102,10 +114,10 @@ def ingest(
 ) -> None:
     """Record one attempt from a file: every native frame becomes one event, in one transaction."""
     data = read_input(file)
-    with console.status(f"decoding {file.name} ({len(data):,} bytes)…", spinner="dots") \
-            if not as_json and len(data) > 1_000_000 else _null(), paused_gc():
+    with decode_progress(file.name, len(data), quiet=as_json) as progress, paused_gc():
         plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
-                           provider=provider, chunk_size=chunk_size, task=read_task(task))
+                           provider=provider, chunk_size=chunk_size, task=read_task(task),
+                           progress=progress)
     with open_store(db) as store:
         result = append_plan(store, plan)
     summary = {
@@ -128,12 +140,21 @@ def ingest(
         f"{result.appended} events at positions {result.positions[0]}–{result.positions[-1]}"))
 
 
-class _null:
-    def __enter__(self) -> None:
-        return None
+# Inputs at least this large get a progress bar while they decode.
+PROGRESS_MIN_BYTES = 4 * 1024 * 1024
 
-    def __exit__(self, *exc: object) -> None:
-        return None
+
+@contextmanager
+def decode_progress(name: str, total: int, *, quiet: bool) -> Iterator[Callable[[int], None] | None]:
+    """A Rich progress bar over decoded bytes for large inputs (stderr; never with --json)."""
+    if quiet or total < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    columns = (TextColumn("decoding {task.description}"), BarColumn(), DownloadColumn(),
+               TransferSpeedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task_id = bar.add_task(safe_text(name), total=total)
+        yield lambda done: bar.update(task_id, completed=done)
 
 
 def event_summary(stored: StoredEvent, width: int = 70) -> str:

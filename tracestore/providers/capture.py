@@ -15,7 +15,7 @@ why local labels (``{"local": …}``) are skipped rather than rejected.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from tracestore.errors import InputError
 from tracestore.providers.app_frames import FRAME_KINDS
@@ -137,19 +137,21 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
 
 def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = None,
                  filename: str | None = None, chunk_size: int | None = None,
-                 expected_binding: str | None = None) -> CaptureReading:
+                 expected_binding: str | None = None,
+                 progress: Callable[[int], None] | None = None) -> CaptureReading:
     """Decode ``data`` and normalize every frame.
 
     ``framing`` defaults to :func:`framing_for_path` (when ``filename`` is given) or
     :func:`detect_framing`; ``provider="auto"`` uses :func:`detect_provider`.
     ``chunk_size`` feeds the decoder in pieces (the result must not depend on it).
-    ``expected_binding`` is passed to the ``app-frames`` normalizer.  Bad framing raises
+    ``expected_binding`` is passed to the ``app-frames`` normalizer; ``progress`` is called
+    with the bytes decoded so far (see ``tracestore.wire.decode_bytes``).  Bad framing raises
     ``WireError``; non-strict JSON raises ``WireError(code="invalid_json", offset=…)``.
     """
     if framing is None:
         head = data[:DETECT_HEAD_BYTES]
         framing = framing_for_path(filename, head) if filename else detect_framing(head)
-    wire_frames, truncation = decode_bytes(data, framing, chunk_size)
+    wire_frames, truncation = decode_bytes(data, framing, chunk_size, progress=progress)
     decoded = [(frame, *_native_of(frame)) for frame in wire_frames]
     if provider == "auto":
         provider = detect_provider(framing, [(name, native) for _, name, native in

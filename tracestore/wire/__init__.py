@@ -9,6 +9,8 @@ at most one incomplete frame, enforces the bounds in ``limits`` and fails only w
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from tracestore.errors import WireError
 from tracestore.wire.base import Decoder
 from tracestore.wire.chunks import ChunksDecoder
@@ -41,14 +43,23 @@ def make_decoder(framing: str, **bounds: int) -> Decoder:
     return cls(**bounds)
 
 
+#: Piece size used when a progress callback wants to hear about long decodes.
+PROGRESS_CHUNK_BYTES = 1024 * 1024
+
+
 def decode_bytes(data: bytes, framing: str, chunk_size: int | None = None,
+                 progress: Callable[[int], None] | None = None,
                  **bounds: int) -> tuple[list[Frame], Truncation | None]:
     """Decode a whole capture held in memory, fed in ``chunk_size`` pieces (default: one).
 
-    Returns the frames and the decoder's ``truncation`` (``None`` for a clean end).
+    ``progress`` (if given) is called with the number of bytes decoded so far after each
+    piece; without an explicit ``chunk_size`` the pieces are then 1 MiB.  Returns the frames
+    and the decoder's ``truncation`` (``None`` for a clean end).
     """
     decoder = make_decoder(framing, **bounds)
     frames: list[Frame] = []
+    if progress is not None and chunk_size is None:
+        chunk_size = PROGRESS_CHUNK_BYTES
     if chunk_size is None or chunk_size >= len(data):
         frames.extend(decoder.feed(data))
     else:
@@ -57,7 +68,11 @@ def decode_bytes(data: bytes, framing: str, chunk_size: int | None = None,
         view = memoryview(data)
         for start in range(0, len(data), chunk_size):
             frames.extend(decoder.feed(bytes(view[start:start + chunk_size])))
+            if progress is not None:
+                progress(min(start + chunk_size, len(data)))
     frames.extend(decoder.close())
+    if progress is not None:
+        progress(len(data))
     return frames, decoder.truncation
 
 
