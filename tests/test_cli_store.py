@@ -166,3 +166,10 @@ def test_every_command_has_help() -> None:
         assert command.help, f"{name} has no help"
         result = runner.invoke(app, [name, "--help"])
         assert result.exit_code == 0 and "Usage" in result.stdout
+
+
+def test_version_option_prints_the_package_version() -> None:
+    from tracestore import __version__
+
+    result = runner.invoke(app, ["--version"])
+    assert (result.exit_code, result.stdout) == (0, f"tracestore {__version__}\n")

@@ -32,6 +32,21 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+def _print_version(value: bool) -> None:
+    if value:
+        from tracestore import __version__
+
+        sys.stdout.write(f"tracestore {__version__}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print the tracestore version and exit.")] = False) -> None:
+    """Event-sourced trace store and review tool for streamed LLM answers."""
+
+
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
