@@ -173,3 +173,18 @@ def test_version_option_prints_the_package_version() -> None:
 
     result = runner.invoke(app, ["--version"])
     assert (result.exit_code, result.stdout) == (0, f"tracestore {__version__}\n")
+
+
+def test_a_second_task_for_an_existing_trace_is_refused(tmp_path: Path, db_file: Path) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text('{"answer_patterns": ["wednesday"]}')
+    second.write_text('{"answer_patterns": ["thursday"]}')
+    assert run("ingest", str(T1), "--attempt", "a", "--trace", "desk", "--task", str(first),
+               db=db_file)[0] == 0
+    before = count_events(db_file)
+    code, _, err = run("ingest", str(S1), "--attempt", "b", "--trace", "desk", "--task",
+                       str(second), db=db_file)
+    assert code == 2 and err.startswith("error[trace_conflict]: ")
+    assert count_events(db_file) == before
+    # the same task, or none, joins the trace as a newer attempt
+    assert run("ingest", str(S1), "--attempt", "b", "--trace", "desk", db=db_file)[0] == 0

@@ -34,7 +34,7 @@ from tracestore.cli.common import (
 )
 from tracestore.bulk import paused_gc
 from tracestore.errors import ChainBroken, InputError
-from tracestore.events import StoredEvent, TaskRule, attempt_stream
+from tracestore.events import StoredEvent, TaskRule, attempt_stream, trace_stream
 from tracestore.ingest import IngestPlan, plan_ingest
 from tracestore.store.log import AppendResult, EventStore, WriteView
 from tracestore.store.migrate import head_revision
@@ -83,6 +83,13 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
     """Append an ingest plan in one transaction, refusing to mix inputs in one attempt."""
 
     def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
+        opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
+        new_task = plan.events[0].event.task
+        if opened and new_task is not None and opened[0].event.task != new_task:
+            raise InputError(
+                f"trace {plan.trace_id!r} already exists with another task rule; a trace has "
+                "one task, so choose another --trace or leave out --task",
+                code="trace_conflict", trace_id=plan.trace_id)
         first = view.read(stream=attempt_stream(plan.attempt_id), limit=1)
         if first and first[0].id != plan.events[1].id:
             raise InputError(
