@@ -217,3 +217,14 @@ def test_human_output_shows_timeline_and_decisions(db_file: Path) -> None:
 def test_help(command: str) -> None:
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0 and "Usage" in result.stdout
+
+
+def test_audit_strict_exits_1_only_when_there_are_violations(db_file: Path) -> None:
+    run("replay", str(SEED003 / "t8.json"), db=db_file)
+    assert run("audit", "--strict", db=db_file)[0] == 0
+    run("replay", str(SEED003 / "t8-buggy-app.json"), db=db_file)
+    code, out, _ = run("audit", "--strict", "--json", db=db_file)
+    assert code == 1
+    assert sorted({v["code"] for v in json.loads(out)["violations"]}) == [
+        "answer_mismatch", "duplicate_history_entry", "old_attempt_text_in_answer"]
+    assert run("audit", "--trace", "t8", "--strict", db=db_file)[0] == 0

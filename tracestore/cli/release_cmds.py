@@ -198,10 +198,15 @@ def _print_replay(path: Path, scenario: Scenario, planned: list[NewEvent] | None
 @handles_errors
 def audit(
     trace: Annotated[Optional[str], typer.Option("--trace", help="Only this trace.")] = None,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Exit 1 when there is any violation (for CI gates).")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Which destination holds which answer (text, sha256) per attempt, and every violation."""
+    """Which destination holds which answer (text, sha256) per attempt, and every violation.
+
+    Violations are findings, not errors: the exit code is 0 unless ``--strict`` is given.
+    """
     with open_store(db) as store:
         events = store.read(trace_id=trace) if trace else store.read()
     if trace and not trace_attempts(events, trace):
@@ -209,11 +214,13 @@ def audit(
     report = audit_events(events, trace_id=trace)
     if as_json:
         emit_json(report.to_dict())
-        return
-    if trace:
-        console.print(timeline(events, trace))
-    console.print(destinations_table(report))
-    _print_violations(report)
+    else:
+        if trace:
+            console.print(timeline(events, trace))
+        console.print(destinations_table(report))
+        _print_violations(report)
+    if strict and report.violations:
+        raise typer.Exit(1)
 
 
 # -- rendering ---------------------------------------------------------------------------
