@@ -188,3 +188,30 @@ def test_a_second_task_for_an_existing_trace_is_refused(tmp_path: Path, db_file:
     assert count_events(db_file) == before
     # the same task, or none, joins the trace as a newer attempt
     assert run("ingest", str(S1), "--attempt", "b", "--trace", "desk", db=db_file)[0] == 0
+
+
+def test_events_json_streams_in_batches_and_the_table_pages(
+        db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracestore.cli.store_cmds as cmds
+    from tracestore.store.log import EventStore as Store
+
+    run("ingest", str(S1), "--attempt", "s1", db=db_file)
+    calls: list[int] = []
+    original = Store.read
+
+    def counting_read(self: Store, **kw: object) -> list:
+        calls.append(1)
+        return original(self, **kw)
+
+    monkeypatch.setattr(Store, "read", counting_read)
+    monkeypatch.setitem(Store.iter_events.__kwdefaults__, "batch_size", 2)
+    code, out, _ = run("events", "--json", db=db_file)
+    assert code == 0
+    assert [json.loads(line)["position"] for line in out.splitlines()] == list(range(1, 10))
+    assert len(calls) == 5  # 2+2+2+2+1 events
+    code, out, _ = run("events", "--json", "--after", "3", "--limit", "3", db=db_file)
+    assert [json.loads(line)["position"] for line in out.splitlines()] == [4, 5, 6]
+    monkeypatch.setattr(cmds, "TABLE_MAX_ROWS", 4)
+    code, out, _ = run("events", db=db_file)
+    assert "4 events (more follow)" in out
+    assert "more events follow: --after 4 shows the next ones; --json streams them all" in out

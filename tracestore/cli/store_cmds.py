@@ -39,6 +39,9 @@ from tracestore.ingest import IngestPlan, plan_ingest
 from tracestore.store.log import AppendResult, EventStore, WriteView
 from tracestore.store.migrate import head_revision
 
+# The events table stops here (a table of a million rows helps nobody); --json streams all.
+TABLE_MAX_ROWS = 1000
+
 # Captures are read whole (they are bodies of one response); anything larger than this is
 # refused up front instead of exhausting memory.
 MAX_INPUT_BYTES = 256 * 1024 * 1024
@@ -200,20 +203,31 @@ def events(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """List events in global order: a table for people, JSON lines with --json."""
+    """List events in global order: a table for people, JSON lines with --json.
+
+    JSON lines stream in batches (memory stays bounded on any store); the table shows at
+    most TABLE_MAX_ROWS events and says how to page on.
+    """
+    filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
     with open_store(db) as store:
-        rows = store.read(attempt_id=attempt, trace_id=trace, after=after, limit=limit)
-    if as_json:
-        for stored in rows:
-            emit_json_line(stored_to_dict(stored))
-        return
-    table = Table(title=f"{len(rows)} events", show_lines=False)
+        if as_json:
+            for stored in store.iter_events(limit=limit, **filters):
+                emit_json_line(stored_to_dict(stored))
+            return
+        shown = min(limit, TABLE_MAX_ROWS) if limit else TABLE_MAX_ROWS
+        rows = store.read(limit=shown + 1, **filters)
+    more = len(rows) > shown
+    rows = rows[:shown]
+    table = Table(title=f"{len(rows)} events" + (" (more follow)" if more else ""))
     for column in ("pos", "stream", "ver", "type", "what"):
         table.add_column(column, overflow="fold" if column == "what" else "ellipsis")
     for stored in rows:
         table.add_row(str(stored.position), term_text(stored.stream), str(stored.version),
                       stored.type, term_text(event_summary(stored)))
     console.print(table)
+    if more:
+        console.print(term_text(f"more events follow: --after {rows[-1].position} shows the "
+                                "next ones; --json streams them all", "dim"))
 
 
 @app.command()

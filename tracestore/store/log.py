@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -279,6 +279,22 @@ class EventStore:
         if limit is not None:
             query = query.limit(limit)
         return [_to_stored(row) for row in conn.execute(query).mappings()]
+
+    def iter_events(self, *, batch_size: int = 1000, after: int = 0, **filters: Any,
+                    ) -> Iterator[StoredEvent]:
+        """Like ``read`` but in batches, so memory stays bounded on a large store."""
+        upto = filters.pop("upto", None)
+        limit = filters.pop("limit", None)
+        remaining = limit
+        while remaining is None or remaining > 0:
+            size = batch_size if remaining is None else min(batch_size, remaining)
+            batch = self.read(after=after, upto=upto, limit=size, **filters)
+            yield from batch
+            if len(batch) < size:
+                return
+            after = batch[-1].position
+            if remaining is not None:
+                remaining -= len(batch)
 
     def head_position(self) -> int:
         with self._reader.connect() as conn:
