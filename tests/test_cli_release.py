@@ -228,3 +228,17 @@ def test_audit_strict_exits_1_only_when_there_are_violations(db_file: Path) -> N
     assert sorted({v["code"] for v in json.loads(out)["violations"]}) == [
         "answer_mismatch", "duplicate_history_entry", "old_attempt_text_in_answer"]
     assert run("audit", "--trace", "t8", "--strict", db=db_file)[0] == 0
+
+
+def test_auditing_trace_by_trace_equals_auditing_the_whole_log(db_file: Path) -> None:
+    from tracestore.cli.release_cmds import audit_all
+    from tracestore.projections import audit as audit_events
+
+    run("replay", str(SEED003), db=db_file)
+    with EventStore(f"sqlite:///{db_file}") as store:
+        whole = audit_events(store.read()).to_dict()
+        by_trace = audit_all(store).to_dict()
+    key = lambda a: a["attempt_id"]  # noqa: E731
+    assert sorted(by_trace["attempts"], key=key) == sorted(whole["attempts"], key=key)
+    assert by_trace["violations"] == sorted(whole["violations"], key=lambda v: v["position"])
+    assert len(by_trace["violations"]) == 8

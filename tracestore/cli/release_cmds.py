@@ -208,10 +208,13 @@ def audit(
     Violations are findings, not errors: the exit code is 0 unless ``--strict`` is given.
     """
     with open_store(db) as store:
-        events = store.read(trace_id=trace) if trace else store.read()
-    if trace and not trace_attempts(events, trace):
-        raise NotFound(f"no attempts for trace {trace!r} in the log", trace_id=trace)
-    report = audit_events(events, trace_id=trace)
+        if trace:
+            events = store.read(trace_id=trace)
+            if not trace_attempts(events, trace):
+                raise NotFound(f"no attempts for trace {trace!r} in the log", trace_id=trace)
+            report = audit_events(events, trace_id=trace)
+        else:
+            report = audit_all(store)
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -221,6 +224,22 @@ def audit(
         _print_violations(report)
     if strict and report.violations:
         raise typer.Exit(1)
+
+
+def audit_all(store: EventStore) -> AuditReport:
+    """Audit trace by trace, so memory holds one trace's events at a time.
+
+    Every audit rule compares attempts of one trace, so this equals auditing the whole log
+    at once; violations are listed in log order.
+    """
+    attempts: list[Any] = []
+    violations: list[Any] = []
+    for trace_id in store.trace_ids():
+        report = audit_events(store.read(trace_id=trace_id), trace_id=trace_id)
+        attempts.extend(report.attempts)
+        violations.extend(report.violations)
+    violations.sort(key=lambda v: v.position)
+    return AuditReport(tuple(attempts), tuple(violations))
 
 
 # -- rendering ---------------------------------------------------------------------------

@@ -313,6 +313,14 @@ class EventStore:
             )
             return [(stream, count) for stream, count in rows]
 
+    def trace_ids(self) -> list[str]:
+        """Every trace id in the log, in order of its first event."""
+        with self._reader.connect() as conn:
+            rows = conn.execute(
+                select(events.c.trace_id).where(events.c.trace_id.is_not(None))
+                .group_by(events.c.trace_id).order_by(func.min(events.c.position)))
+            return [trace for (trace,) in rows]
+
     def get_blob(self, sha256: str) -> bytes | None:
         with self._reader.connect() as conn:
             row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha256)).first()
