@@ -215,3 +215,17 @@ def test_events_json_streams_in_batches_and_the_table_pages(
     code, out, _ = run("events", db=db_file)
     assert "4 events (more follow)" in out
     assert "more events follow: --after 4 shows the next ones; --json streams them all" in out
+
+
+@pytest.mark.parametrize("rule, code_name", [
+    ('{"answer_patterns": ["(a+)+$"]}', "unsafe_pattern"),
+    ('{"answer_patterns": ["(unclosed"]}', "invalid_pattern"),
+    ('{"answer_pattern": ["typo"]}', "invalid_task"),
+])
+def test_a_bad_task_rule_is_refused_before_anything_is_written(
+        tmp_path: Path, db_file: Path, rule: str, code_name: str) -> None:
+    task = tmp_path / "task.json"
+    task.write_text(rule)
+    code, _, err = run("ingest", str(T1), "--task", str(task), db=db_file)
+    assert code == 2 and err.startswith(f"error[{code_name}]: ")
+    assert count_events(db_file) == 0

@@ -71,3 +71,20 @@ def test_invalid_pattern_is_input_error() -> None:
     with pytest.raises(InputError) as info:
         validate_rule(TaskRule(answer_patterns=("(unclosed",)))
     assert info.value.code == "invalid_pattern"
+
+
+@pytest.mark.parametrize("pattern", ["(a+)+$", "(\\w+\\s?)*x", "(ab|c+)*", "(?=(a*)*b)"])
+def test_patterns_that_can_backtrack_exponentially_are_refused(pattern: str) -> None:
+    from tracestore.errors import InputError
+    from tracestore.projections.semantics import validate_rule
+
+    with pytest.raises(InputError) as caught:
+        validate_rule(TaskRule(answer_patterns=(pattern,)))
+    assert caught.value.code == "unsafe_pattern"
+
+
+@pytest.mark.parametrize("pattern", ["a+b+", "(a|b)+", "(?:\\d{2}:\\d{2})+", "x{1,3}(y+)"])
+def test_ordinary_repeats_are_fine(pattern: str) -> None:
+    from tracestore.projections.semantics import validate_rule
+
+    validate_rule(TaskRule(answer_patterns=(pattern,)))

@@ -36,6 +36,7 @@ from tracestore.bulk import paused_gc
 from tracestore.errors import ChainBroken, InputError
 from tracestore.events import StoredEvent, TaskRule, attempt_stream, trace_stream
 from tracestore.ingest import IngestPlan, plan_ingest
+from tracestore.projections.semantics import validate_rule
 from tracestore.store.log import AppendResult, EventStore, WriteView
 from tracestore.store.migrate import head_revision
 
@@ -76,10 +77,12 @@ def read_task(path: Path | None) -> TaskRule | None:
     if path is None:
         return None
     try:
-        return TaskRule.model_validate_json(read_input(path))
+        rule = TaskRule.model_validate_json(read_input(path))
     except ValueError as exc:
         raise InputError(f"{path} is not a task rule: {str(exc).splitlines()[0]}",
                          code="invalid_task") from exc
+    validate_rule(rule)  # a bad or unsafe pattern fails now, before anything is written
+    return rule
 
 
 def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import re._constants as re_constants  # the stdlib's own regex parser, to inspect patterns
+import re._parser as re_parser
 import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
@@ -43,10 +45,42 @@ def normalize(text: str) -> str:
 @lru_cache(maxsize=512)
 def _compile(pattern: str) -> re.Pattern[str]:
     try:
-        return re.compile(normalize(pattern), re.IGNORECASE)
+        compiled = re.compile(normalize(pattern), re.IGNORECASE)
     except re.error as exc:
         raise InputError(f"semantic pattern {pattern!r} is not a valid regular expression: "
                          f"{exc}", code="invalid_pattern", pattern=pattern) from exc
+    if _nested_unbounded_repeat(re_parser.parse(normalize(pattern))):
+        # Patterns run over untrusted model text; a repeat inside a repeat, like (a+)+,
+        # can backtrack for longer than the universe on a crafted answer.  Refuse them.
+        raise InputError(f"semantic pattern {pattern!r} repeats a repeated group (like "
+                         "(a+)+), which can take exponential time on hostile text; rewrite it",
+                         code="unsafe_pattern", pattern=pattern)
+    return compiled
+
+
+_REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT)
+
+
+def _nested_unbounded_repeat(parsed: object, inside_repeat: bool = False) -> bool:
+    """True when an unbounded repeat sits inside another unbounded repeat."""
+    for op, av in parsed:  # type: ignore[attr-defined]
+        if op in _REPEATS:
+            _min, high, sub = av
+            unbounded = high == re_constants.MAXREPEAT
+            if unbounded and inside_repeat:
+                return True
+            if _nested_unbounded_repeat(sub, inside_repeat or unbounded):
+                return True
+        elif op == re_constants.SUBPATTERN:
+            if _nested_unbounded_repeat(av[-1], inside_repeat):
+                return True
+        elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+            if _nested_unbounded_repeat(av[1], inside_repeat):
+                return True
+        elif op == re_constants.BRANCH:
+            if any(_nested_unbounded_repeat(b, inside_repeat) for b in av[1]):
+                return True
+    return False
 
 
 def validate_rule(rule: TaskRule) -> None:
