@@ -85,55 +85,25 @@ BEDROCK_CONVERSE_TEXT = Profile(
 # capture from any of them gets a decision.  Terminal values are the providers' own
 # (PROVIDER-FORMATS.md); anything else (stop sequences, refusals, safety stops, tool calls)
 # is not a normal ending of this profile and is held or classified as below.
-ANTHROPIC_MESSAGES_TEXT = Profile(
-    name="anthropic-messages-text",
-    api="anthropic-messages",
-    terminals=(
-        TerminalRule("normal", stop_reason="end_turn"),
-        TerminalRule("limited", stop_reason="max_tokens"),
-        TerminalRule("tool", stop_reason="tool_use"),
-    ),
-    # ``event: error`` after HTTP 200 (overloaded_error, api_error …) fails the request.
-    failure_errors=frozenset({"error"}),
-)
+def _stop_reason_profile(name: str, api: str, normal: str, limited: str,
+                        tool: str | None = None) -> Profile:
+    """A text profile judged by stop reason alone; an in-band ``error`` fails the request
+    (Anthropic ``event: error`` after HTTP 200, a chat ``{"error": …}`` chunk …)."""
+    terminals = [TerminalRule("normal", stop_reason=normal),
+                 TerminalRule("limited", stop_reason=limited)]
+    if tool is not None:
+        terminals.append(TerminalRule("tool", stop_reason=tool))
+    return Profile(name=name, api=api, terminals=tuple(terminals),
+                   failure_errors=frozenset({"error"}))
 
-OPENAI_CHAT_TEXT = Profile(
-    name="openai-chat-text",
-    api="openai-chat",
-    terminals=(
-        TerminalRule("normal", stop_reason="stop"),
-        TerminalRule("limited", stop_reason="length"),
-        TerminalRule("tool", stop_reason="tool_calls"),
-    ),
-    failure_errors=frozenset({"error"}),
-)
 
-XAI_CHAT_TEXT = Profile(
-    name="xai-chat-text",
-    api="xai",
-    terminals=OPENAI_CHAT_TEXT.terminals,
-    failure_errors=frozenset({"error"}),
-)
-
-GEMINI_TEXT = Profile(
-    name="gemini-text",
-    api="gemini",
-    terminals=(
-        TerminalRule("normal", stop_reason="STOP"),
-        TerminalRule("limited", stop_reason="MAX_TOKENS"),
-    ),
-    failure_errors=frozenset({"error"}),
-)
-
-OLLAMA_TEXT = Profile(
-    name="ollama-text",
-    api="ollama",
-    terminals=(
-        TerminalRule("normal", stop_reason="stop"),
-        TerminalRule("limited", stop_reason="length"),
-    ),
-    failure_errors=frozenset({"error"}),
-)
+ANTHROPIC_MESSAGES_TEXT = _stop_reason_profile(
+    "anthropic-messages-text", "anthropic-messages", "end_turn", "max_tokens", "tool_use")
+OPENAI_CHAT_TEXT = _stop_reason_profile(
+    "openai-chat-text", "openai-chat", "stop", "length", "tool_calls")
+XAI_CHAT_TEXT = _stop_reason_profile("xai-chat-text", "xai", "stop", "length", "tool_calls")
+GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini", "STOP", "MAX_TOKENS")
+OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", "stop", "length")
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
