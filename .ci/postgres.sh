@@ -6,7 +6,8 @@ set -euo pipefail
 PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
 PGDIR="${TRACESTORE_PGDIR:-/tmp/tracestore-ci-pg}"
 PORT="${TRACESTORE_PGPORT:-55432}"
-as_pg() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+# su runs from / : the postgres user may not be allowed into the (private) clone folder.
+as_pg() { if [ "$(id -u)" = 0 ]; then (cd / && su postgres -s /bin/sh -c "$*"); else sh -c "$*"; fi; }
 
 case "${1:-start}" in
   start)
