@@ -129,3 +129,29 @@ def test_progress_reports_bytes_decoded_up_to_the_whole_capture() -> None:
     assert seen == [50_000, 100_000, 150_000, len(data), len(data)]
     assert truncation is None
     assert frames == decode_bytes(data, "sse")[0]
+
+
+def test_projection_kinds_come_from_one_normalizer_fed_in_order() -> None:
+    from tracestore.ingest import plan_ingest
+
+    data = json.dumps([
+        {"messageStart": {"role": "assistant"}},
+        {"contentBlockStart": {"contentBlockIndex": 0,
+                               "start": {"toolUse": {"toolUseId": "t", "name": "n"}}}},
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"toolUse": {"input": "{}"}}}},
+        {"contentBlockStop": {"contentBlockIndex": 0}},
+    ]).encode()
+    plan = plan_ingest(data, filename="tool.json")
+    # The stop closes the tool block only a normalizer that saw its start knows about.
+    assert [e.event.kinds for e in plan.events if e.event.type == "frame.received"] == [
+        ("message_start",), ("tool_call_start",), ("tool_call_delta",),
+        ("tool_call_done", "block_stop")]
+
+
+def test_a_gemini_json_array_is_a_capture_not_a_projection(db_file: Path) -> None:
+    code, out, _ = invoke("ingest", str(REAL / "gemini" / "jsonarray-thinking-text.json"),
+                          "--attempt", "g", db=db_file)
+    assert code == 0
+    summary = json.loads(out)
+    assert (summary["kind"], summary["api"], summary["framing"], summary["frames"],
+            summary["drain"]) == ("capture", "gemini", "json-array", 3, "clean")

@@ -33,14 +33,15 @@ from tracestore.events import (
     attempt_stream,
     trace_stream,
 )
+from tracestore.providers.base import make_normalizer
+from tracestore.providers.bedrock import EVENT_MEMBERS
+from tracestore.providers.capture import read_capture
+from tracestore.providers.strictjson import strict_loads
+from tracestore.wire import DETECT_HEAD_BYTES, decode_bytes, framing_for_path, make_decoder
 
 _ID_NAMESPACE = uuid.UUID("5b0c7f3e-29a4-4c1e-9d8e-7a1f0c2b4d6e")
 DRAIN_OUTCOMES = ("clean", "eof", "error", "reset")
 PROJECTION_APIS = ("openai-responses", "bedrock-converse-stream")
-_BEDROCK_MEMBERS = frozenset({
-    "messageStart", "contentBlockStart", "contentBlockDelta", "contentBlockStop",
-    "messageStop", "metadata",
-})
 
 
 @dataclass(frozen=True)
@@ -91,20 +92,9 @@ def projection_api_of(element: Any) -> str | None:
         return "openai-responses"
     if len(element) == 1:
         (member,) = element.keys()
-        if member in _BEDROCK_MEMBERS or str(member).endswith("Exception"):
+        if member in EVENT_MEMBERS or str(member).endswith("Exception"):
             return "bedrock-converse-stream"
     return None
-
-
-def looks_like_projection(elements: Sequence[Any]) -> bool:
-    """True when any element is a local label or a seed-003-shaped native object.
-
-    Gemini's JSON-array captures hold ``GenerateContentResponse`` objects (``candidates``,
-    ``usageMetadata``), which never have a ``type``, a ``local`` label or a single Bedrock
-    member key, so one such element is enough to tell a projection from a capture; the
-    projection planner then rejects any element that is neither.
-    """
-    return any(is_label(e) or projection_api_of(e) is not None for e in elements)
 
 
 def detect_projection_api(elements: Sequence[Any]) -> str:
@@ -158,6 +148,7 @@ def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
     trace = trace_id or attempt
     body: list[Any] = []
     drain: str | None = None
+    normalizer = make_normalizer(api)  # one, fed in order: normalizers keep stream state
     for index, (offset, length, element) in enumerate(frames):
         if is_label(element):
             event = _label_event(element, index, attempt)
@@ -167,19 +158,14 @@ def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
                 raise InputError(f"element {index} is not a {api} event",
                                  code="mixed_apis", index=index)
             event = FrameReceived(attempt_id=attempt, api=api, native=dict(element),
-                                  kinds=_kinds(api, element), reader="ingest", index=index,
+                                  kinds=tuple(o.kind for o in normalizer.feed(element)),
+                                  reader="ingest", index=index,
                                   capture_sha256=sha, offset=offset, length=length)
         body.append(event)
     events = _envelope(attempt, trace, api, sha, len(data), "projection", filename, task,
                        origin="synthetic projection", body=body)
     return IngestPlan(attempt, trace, api, "projection", "json-array", sha, events, data,
                       len(frames), drain)
-
-
-def _kinds(api: str, native: Any, event_name: str | None = None) -> tuple[str, ...]:
-    from tracestore.providers.base import make_normalizer
-
-    return tuple(o.kind for o in make_normalizer(api).feed(native, event_name))
 
 
 def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: str,
@@ -244,24 +230,35 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
 
     ``progress`` hears how many bytes of a capture have been decoded (for progress bars).
     """
-    from tracestore.providers.strictjson import strict_loads
-    from tracestore.wire import decode_bytes, framing_for_path
-
     if not data.strip():
         raise InputError("the input is empty", code="empty_input")
-    framing = framing_for_path(filename or "", data[:4096])
-    if framing == "json-array" and provider in ("auto", *PROJECTION_APIS):
+    framing = framing_for_path(filename or "", data[:DETECT_HEAD_BYTES])
+    if framing == "json-array" and provider in ("auto", *PROJECTION_APIS) and (
+            provider in PROJECTION_APIS or _first_element_is_projection(data)):
         frames, truncation = decode_bytes(data, "json-array", chunk_size=chunk_size)
         if truncation is not None:
             raise WireError("the JSON array ends before its closing ']'",
                             code=truncation.code, offset=truncation.offset)
         parsed = [(f.offset, f.length, strict_loads(f.text, offset=f.offset)) for f in frames]
-        if looks_like_projection([p[2] for p in parsed]) or provider in PROJECTION_APIS:
-            return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
-                                   trace_id=trace_id, api=provider, task=task)
-    from tracestore.providers.capture import read_capture
-
-    reading = read_capture(data, provider=provider, filename=filename, chunk_size=chunk_size,
-                           progress=progress)
+        return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
+                               trace_id=trace_id, api=provider, task=task)
+    reading = read_capture(data, provider=provider, framing=framing, filename=filename,
+                           chunk_size=chunk_size, progress=progress)
     return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,
                         trace_id=trace_id, task=task)
+
+
+def _first_element_is_projection(data: bytes, piece: int = 64 * 1024) -> bool:
+    """Whether a JSON array is a projection, judged by its first element only.
+
+    Gemini's JSON-array captures start with a ``GenerateContentResponse`` (``candidates``,
+    ``usageMetadata``), never with a ``type``, a ``local`` label or a single Bedrock member
+    key, so the first element decides, and a capture is decoded once, by the capture reader.
+    """
+    decoder = make_decoder("json-array")
+    for start in range(0, len(data), piece):
+        frames = decoder.feed(data[start:start + piece])
+        if frames:
+            first = strict_loads(frames[0].text, offset=frames[0].offset)
+            return is_label(first) or projection_api_of(first) is not None
+    return False
