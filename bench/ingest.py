@@ -65,7 +65,7 @@ def time_raw_sqlite(folder: Path, count: int) -> float:
         "schema_version INTEGER NOT NULL, recorded_at TEXT NOT NULL, trace_id TEXT, "
         "payload TEXT NOT NULL, hash TEXT NOT NULL, UNIQUE(stream, version))")
     conn.execute("CREATE INDEX ix_trace ON ev (trace_id, position)")
-    payload = canonical_payload(make_events(1)[0].event)  # same size as ours
+    payload = canonical_payload(make_events(1)[0].event).decode("utf-8")  # same size as ours
     start = time.perf_counter()
     with paused_gc():
         rows = [(n + 1, new_event_id(), "attempt:bench", n + 1, "frame.received", 1,
@@ -93,7 +93,7 @@ def time_eventsourcing(folder: Path, count: int) -> float | None:
     # Same work as ours up to the recorder: build and serialise each event's state.
     with paused_gc():  # the same event building as ours, under the same GC setting
         stored = [StoredEvent(originator, n + 1, "tracestore.events:FrameReceived",
-                              canonical_payload(event.event).encode("utf-8"))
+                              canonical_payload(event.event))
                   for n, event in enumerate(make_events(count))]
     recorder.insert_events(stored)
     return time.perf_counter() - start

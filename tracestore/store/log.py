@@ -37,34 +37,28 @@ _ID_QUERY_CHUNK = 500  # ids per "already stored?" query; well under SQLite's va
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
 
 
-def canonical_payload(event: Any) -> str:
-    """The payload's stored text: compact JSON, key order as given (natives stay as decoded).
+def canonical_payload(event: Any) -> bytes:
+    """The payload's stored bytes: compact JSON, key order as given (natives stay as decoded).
 
     pydantic's serializer writes non-ASCII as UTF-8 and keeps dict order; whatever it
     writes is what gets hashed, so the stored text itself is the canonical form.
     """
-    return event.__pydantic_serializer__.to_json(event).decode("utf-8")
+    return event.__pydantic_serializer__.to_json(event)
 
 
 def chain_hash(prev_hash: str, position: int, event_id: str, stream: str, version: int,
                type_name: str, schema_version: int, recorded_at: str, trace_id: str | None,
-               payload: str) -> str:
-    """sha256 over the previous hash, the envelope fields and the payload text.
+               payload: bytes) -> str:
+    """sha256 over the previous hash, the envelope fields and the payload's UTF-8 bytes.
 
     Fields are joined with the unit separator; ``NewEvent`` refuses non-printable
     characters in ids and stream names, so the join is unambiguous.
     """
-    digest = hashlib.sha256(_envelope(prev_hash, position, event_id, stream, version,
-                                      type_name, schema_version, recorded_at, trace_id))
-    digest.update(payload.encode("utf-8"))
+    envelope = (f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}\x1f{version}"
+                f"\x1f{type_name}\x1f{schema_version}\x1f{recorded_at}\x1f{trace_id or ''}\x1f")
+    digest = hashlib.sha256(envelope.encode("utf-8"))
+    digest.update(payload)
     return digest.hexdigest()
-
-
-def _envelope(prev_hash: str, position: int, event_id: str, stream: str, version: int,
-              type_name: str, schema_version: int, recorded_at: str,
-              trace_id: str | None) -> bytes:
-    return (f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}\x1f{version}\x1f{type_name}"
-            f"\x1f{schema_version}\x1f{recorded_at}\x1f{trace_id or ''}\x1f").encode("utf-8")
 
 
 def utc_now() -> str:
@@ -200,8 +194,6 @@ class EventStore:
                 expected: Mapping[str, int], head_position: int, head_hash: str,
                 recorded_at: str) -> tuple[list[int], list[str]]:
         existing = self._existing_ids(conn, [e.id for e in batch if not e.fresh_id])
-        for new in batch:  # once offered to the store, an id may exist: check it next time
-            new.fresh_id = False
         streams = sorted({e.stream for e in batch} | set(expected))
         versions = self._stream_versions(conn, streams)
         for stream, want in expected.items():
@@ -215,8 +207,8 @@ class EventStore:
         skipped: list[str] = []
         seen: set[str] = set()
         position, prev_hash = head_position, head_hash
-        sha256, envelope = hashlib.sha256, _envelope  # locals: this loop runs per event
         for new in batch:
+            new.fresh_id = False  # once offered to the store, its id may exist: check next time
             event_id, stream, event = new.id, new.stream, new.event
             if event_id in existing or event_id in seen:
                 skipped.append(event_id)
@@ -227,12 +219,9 @@ class EventStore:
             versions[stream] = version
             type_name = event.type
             schema_version = SCHEMA_VERSIONS[type_name]
-            # Same bytes as canonical_payload/chain_hash, without a second encode.
-            payload_bytes = event.__pydantic_serializer__.to_json(event)
-            digest_obj = sha256(envelope(prev_hash, position, event_id, stream, version,
-                                         type_name, schema_version, recorded_at, new.trace_id))
-            digest_obj.update(payload_bytes)
-            digest = digest_obj.hexdigest()
+            payload_bytes = canonical_payload(event)
+            digest = chain_hash(prev_hash, position, event_id, stream, version, type_name,
+                                schema_version, recorded_at, new.trace_id, payload_bytes)
             rows.append((position, event_id, stream, version, type_name, schema_version,
                          recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
             prev_hash = digest
@@ -352,7 +341,7 @@ def _check_row(row: Mapping[str, Any], prev_hash: str, expected_position: int) -
         return f"position {expected_position} is missing (next stored is {row['position']})"
     digest = chain_hash(prev_hash, row["position"], row["id"], row["stream"], row["version"],
                         row["type"], row["schema_version"], row["recorded_at"],
-                        row["trace_id"], row["payload"])
+                        row["trace_id"], row["payload"].encode("utf-8"))
     if digest != row["hash"]:
         return "hash does not match the event's content and its predecessor"
     return None
