@@ -115,7 +115,7 @@ class EventStore:
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
         if migrate_schema:
-            migrate.upgrade(self._writer, self.url)
+            migrate.upgrade(self._writer, self.url, self._reader)
 
     def close(self) -> None:
         self._writer.dispose()

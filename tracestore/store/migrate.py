@@ -9,15 +9,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
+from typing import TYPE_CHECKING
+
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from tracestore.errors import StoreError
 from tracestore.store.schema import STORE_MARKER
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# The newest revision in migrations/versions (tests/test_store_migrate.py checks it against
+# Alembic).  Knowing it lets an up-to-date database open without importing Alembic or
+# reading the migration scripts, and without taking the write lock: every command opens the
+# store, most only read.
+SCHEMA_HEAD = "0001"
 
 
 def migrations_dir() -> Path:
@@ -33,19 +40,42 @@ def migrations_dir() -> Path:
 
 
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     return config
 
 
 def head_revision() -> str:
+    """The head revision as Alembic computes it from the scripts (slow; see SCHEMA_HEAD)."""
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     assert head is not None
     return head
 
 
 def current_revision(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(conn).get_current_revision()
+
+
+def _is_current(read_engine: Engine) -> bool:
+    """True when the database is ours and at SCHEMA_HEAD, checked with plain reads.
+
+    Anything else (a new file, an old schema, a foreign database, an unreadable file) is
+    left to ``upgrade``'s full checks under the write lock.
+    """
+    try:
+        with read_engine.connect() as conn:
+            marker = conn.execute(text("SELECT value FROM ts_meta WHERE key = :k"),
+                                  {"k": STORE_MARKER[0]}).scalar()
+            version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    except DatabaseError:
+        return False
+    return marker == STORE_MARKER[1] and version == SCHEMA_HEAD
 
 
 def _check_ours(conn: Connection, url: str) -> bool:
@@ -68,13 +98,18 @@ def _check_ours(conn: Connection, url: str) -> bool:
     return True
 
 
-def upgrade(write_engine: Engine, url: str) -> str:
+def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None) -> str:
     """Bring the database to the newest migration; return the revision it is at.
 
-    Runs inside one write transaction (``BEGIN IMMEDIATE`` on SQLite), so two processes
-    opening a new database at once cannot both create the tables.
+    An up-to-date database is recognised with two reads.  Otherwise this runs inside one
+    write transaction (``BEGIN IMMEDIATE`` on SQLite), so two processes opening a new
+    database at once cannot both create the tables.
     """
-    head = head_revision()
+    if _is_current(read_engine or write_engine):
+        return SCHEMA_HEAD
+    from alembic import command
+
+    head = SCHEMA_HEAD
     try:
         with write_engine.begin() as conn:
             _check_ours(conn, url)
