@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import random
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Literal, Union
 

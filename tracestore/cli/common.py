@@ -20,7 +20,8 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from tracestore.errors import InputError, TracestoreError
+from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.events import AttemptStarted
 from tracestore.store.engine import ENV_VAR
 from tracestore.store.log import EventStore
 
@@ -110,6 +111,21 @@ def open_store(db: str | None) -> Iterator[EventStore]:
         yield store
     finally:
         store.close()
+
+
+def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = None,
+                     code: str = "not_found") -> str:
+    """The trace an attempt belongs to, from the ``attempt.started`` that opens its stream.
+
+    Raises ``NotFound`` with ``code`` when the log (as of ``upto``) has no such attempt.
+    """
+    first = store.read(attempt_id=attempt_id, upto=upto, limit=1)
+    started = first[0].event if first else None
+    if not isinstance(started, AttemptStarted):
+        raise NotFound(f"no attempt {attempt_id!r} in the log"
+                       + (f" at or before position {upto}" if upto is not None else ""),
+                       code=code, attempt_id=attempt_id)
+    return started.trace_id
 
 
 def emit_json(value: Any) -> None:

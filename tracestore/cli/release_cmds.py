@@ -20,11 +20,12 @@ from rich.text import Text
 
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
+    trace_of_attempt,
 )
 from tracestore.cli.store_cmds import read_input
 from tracestore.errors import InputError, NotFound, StoreError
 from tracestore.events import (
-    ANSWER_DESTINATIONS, AttemptStarted, NewEvent, StoredEvent, attempt_stream,
+    ANSWER_DESTINATIONS, NewEvent, StoredEvent, attempt_stream,
 )
 from tracestore.projections import audit as audit_events
 from tracestore.projections import decide_all, decide_release, trace_attempts
@@ -51,13 +52,8 @@ def _merge(*groups: Sequence[StoredEvent]) -> list[StoredEvent]:
 def load_attempt_context(store: EventStore, attempt_id: str,
                          upto: int | None = None) -> list[StoredEvent]:
     """The attempt's stream plus its trace's events: all a release decision reads."""
-    own = store.read(attempt_id=attempt_id, upto=upto)
-    start = next((e for e in own if isinstance(e.event, AttemptStarted)), None)
-    if start is None:
-        raise NotFound(f"no attempt {attempt_id!r} in the log"
-                       + (f" at or before position {upto}" if upto is not None else ""),
-                       attempt_id=attempt_id)
-    return _merge(store.read(trace_id=start.event.trace_id, upto=upto), own)
+    # Every event of an attempt carries its trace id: the trace's events include its own.
+    return store.read(trace_id=trace_of_attempt(store, attempt_id, upto=upto), upto=upto)
 
 
 def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:

@@ -21,9 +21,9 @@ from rich.table import Table
 import tracestore
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
-    safe_text, term_text,
+    safe_text, term_text, trace_of_attempt,
 )
-from tracestore.errors import InputError, NotFound
+from tracestore.errors import InputError
 from tracestore.review import (
     DEFAULT_TEMPLATE, ReviewRecord, blank_record, check_reviewer, fill_record, load_template,
     parse_assignment,
@@ -40,13 +40,8 @@ class Format(str, enum.Enum):
 
 
 def trace_of(store: EventStore, attempt_id: str) -> str:
-    """The trace an attempt belongs to, from its first event (``attempt.started``)."""
-    first = store.read(attempt_id=attempt_id, limit=1)
-    trace_id = getattr(first[0].event, "trace_id", None) if first else None
-    if trace_id is None:
-        raise NotFound(f"no attempt {attempt_id!r} in the log", code="attempt_not_found",
-                       attempt_id=attempt_id)
-    return str(trace_id)
+    """The trace an attempt belongs to (``attempt_not_found`` when there is none)."""
+    return trace_of_attempt(store, attempt_id, code="attempt_not_found")
 
 
 def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str, *,
