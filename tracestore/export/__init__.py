@@ -1,0 +1,1 @@
+"""Exports of the event log (JSON lines, OpenTelemetry) and import."""

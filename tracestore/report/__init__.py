@@ -1,0 +1,1 @@
+"""The reviewer's HTML trace report."""
