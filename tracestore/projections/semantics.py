@@ -58,6 +58,21 @@ def _compile(pattern: str) -> re.Pattern[str]:
     return compiled
 
 
+def check_pattern(pattern: str, what: str = "pattern") -> re.Pattern[str]:
+    """Compile a case-sensitive pattern that will run over untrusted text, refusing the
+    same unsafe shapes as task rules (``invalid_pattern`` / ``unsafe_pattern``)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise InputError(f"{what} {pattern!r} is not a valid regular expression: {exc}",
+                         code="invalid_pattern", pattern=pattern) from exc
+    if _nested_unbounded_repeat(re_parser.parse(pattern)):
+        raise InputError(f"{what} {pattern!r} repeats a repeated group (like (a+)+), which "
+                         "can take exponential time on hostile text; rewrite it",
+                         code="unsafe_pattern", pattern=pattern)
+    return compiled
+
+
 _REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT)
 
 
