@@ -1,10 +1,7 @@
 """tracestore: an event-sourced trace store and review tool for streamed LLM answers."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("tracestore")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+unknown"
+# The version is a constant (pyproject.toml reads it from here), not importlib.metadata:
+# that import alone cost ~50 ms of every `tracestore` start-up.
+from tracestore._version import __version__
 
 __all__ = ["__version__"]

@@ -14,21 +14,25 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from tracestore.errors import InputError, NotFound, TracestoreError
-from tracestore.events import AttemptStarted
-from tracestore.store.engine import ENV_VAR
-from tracestore.store.log import EventStore
+from tracestore.store import ENV_VAR
+
+if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
+    from tracestore.store.log import EventStore
 
 app = typer.Typer(
     name="tracestore",
     help="Event-sourced trace store and review tool for streamed LLM answers.",
     no_args_is_help=True,
+    # Plain Click help: Typer's Rich help formatter imports ~140 ms of Rich and Markdown
+    # modules on every `--help`, doubling start-up for a page of text.
+    rich_markup_mode=None,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
@@ -106,6 +110,8 @@ def report_error(exc: TracestoreError, *, as_json: bool) -> None:
 @contextmanager
 def open_store(db: str | None) -> Iterator[EventStore]:
     """Open (and on first use migrate) the store named by ``--db`` / ``$TRACESTORE_DB``."""
+    from tracestore.store.log import EventStore
+
     store = EventStore(db)
     try:
         yield store
@@ -119,6 +125,8 @@ def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = N
 
     Raises ``NotFound`` with ``code`` when the log (as of ``upto``) has no such attempt.
     """
+    from tracestore.events import AttemptStarted
+
     first = store.read(attempt_id=attempt_id, upto=upto, limit=1)
     started = first[0].event if first else None
     if not isinstance(started, AttemptStarted):

@@ -12,7 +12,7 @@ import datetime as dt
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
@@ -24,19 +24,15 @@ from tracestore.cli.common import (
 )
 from tracestore.cli.store_cmds import read_input
 from tracestore.errors import InputError, NotFound, StoreError
-from tracestore.events import (
-    ANSWER_DESTINATIONS, NewEvent, StoredEvent, attempt_stream,
-)
-from tracestore.projections import audit as audit_events
-from tracestore.projections import decide_all, decide_release, trace_attempts
-from tracestore.projections.destinations import AuditReport
-from tracestore.projections.reasons import DESCRIPTIONS
-from tracestore.projections.release import ReleaseDecision
-from tracestore.providers.base import make_normalizer
-from tracestore.replay import (
-    OpenStep, Scenario, first_planned_id, parse_scenario, plan_replay, replay_report,
-)
-from tracestore.store.log import EventStore, WriteView
+
+# The projections, the pydantic event models and SQLAlchemy are imported inside the
+# functions that use them, so `tracestore --help` does not pay for them.
+if TYPE_CHECKING:
+    from tracestore.events import NewEvent, StoredEvent
+    from tracestore.projections.destinations import AuditReport
+    from tracestore.projections.release import ReleaseDecision
+    from tracestore.replay import Scenario
+    from tracestore.store.log import EventStore, WriteView
 
 #: Characters of model text shown per timeline cell / table cell (the JSON is never cut).
 CELL_CHARS = 60
@@ -58,6 +54,9 @@ def load_attempt_context(store: EventStore, attempt_id: str,
 
 def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
     """What the planner must see: the trace so far and any stream its attempts would reuse."""
+    from tracestore.events import attempt_stream
+    from tracestore.replay import OpenStep
+
     groups = [view.read(trace_id=scenario.trace)]
     groups += [view.read(stream=attempt_stream(s.attempt))
                for s in scenario.steps if isinstance(s, OpenStep)]
@@ -65,6 +64,8 @@ def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
 
 
 def read_scenario(path: Path) -> Scenario:
+    from tracestore.replay import parse_scenario
+
     try:
         data = json.loads(read_input(path))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -75,6 +76,8 @@ def read_scenario(path: Path) -> Scenario:
 
 def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent] | None:
     """Plan and append a scenario in one transaction; None when it was replayed before."""
+    from tracestore.replay import first_planned_id, plan_replay
+
     planned: list[NewEvent] = []
     replayed_before = False
 
@@ -123,6 +126,8 @@ def release(
     as_json: JsonOption = False,
 ) -> None:
     """Show an attempt's release decision: status, reasons, position, answer."""
+    from tracestore.projections import decide_release
+
     with open_store(db) as store:
         events = load_attempt_context(store, attempt, at)
     decision = decide_release(events, attempt, upto=at)
@@ -149,6 +154,9 @@ def replay(
     Every scenario is read and checked before anything is written.  Replaying a scenario
     that is already in the log is a reported no-op.
     """
+    from tracestore.projections import decide_all
+    from tracestore.replay import replay_report
+
     scenarios = [(path, read_scenario(path)) for path in scenario_paths(files)]
     reports: list[dict[str, Any]] = []
     decisions: list[ReleaseDecision] = []
@@ -179,6 +187,9 @@ def replay(
 
 def _print_replay(path: Path, scenario: Scenario, planned: list[NewEvent] | None,
                   events: list[StoredEvent]) -> None:
+    from tracestore.projections import audit as audit_events
+    from tracestore.projections import decide_all
+
     if planned is None:
         note = f"{path.name}: already replayed (trace {scenario.trace}), nothing appended"
         console.print(term_text(note, "dim"))
@@ -203,6 +214,9 @@ def audit(
 
     Violations are findings, not errors: the exit code is 0 unless ``--strict`` is given.
     """
+    from tracestore.projections import audit as audit_events
+    from tracestore.projections import trace_attempts
+
     with open_store(db) as store:
         if trace:
             events = store.read(trace_id=trace)
@@ -228,6 +242,9 @@ def audit_all(store: EventStore) -> AuditReport:
     Every audit rule compares attempts of one trace, so this equals auditing the whole log
     at once; violations are listed in log order.
     """
+    from tracestore.projections import audit as audit_events
+    from tracestore.projections.destinations import AuditReport
+
     attempts: list[Any] = []
     violations: list[Any] = []
     for trace_id in store.trace_ids():
@@ -255,12 +272,16 @@ def decision_table(decisions: Sequence[ReleaseDecision], title: str) -> Table:
 
 
 def _print_reasons(decisions: Sequence[ReleaseDecision]) -> None:
+    from tracestore.projections.reasons import DESCRIPTIONS
+
     codes = dict.fromkeys(c for d in decisions for c in (*d.reasons, *d.notes))
     for code in codes:
         console.print(Text.assemble((f"  {code}", "bold"), f": {DESCRIPTIONS.get(code, '')}"))
 
 
 def destinations_table(report: AuditReport) -> Table:
+    from tracestore.events import ANSWER_DESTINATIONS
+
     table = Table(title="destinations")
     table.add_column("attempt")
     table.add_column("status")
@@ -292,6 +313,8 @@ def _print_violations(report: AuditReport) -> None:
 
 def timeline(events: Sequence[StoredEvent], trace_id: str) -> Table:
     """One row per global position, one column per attempt: interleavings side by side."""
+    from tracestore.projections import trace_attempts
+
     attempts = trace_attempts(events, trace_id)
     table = Table(title=term_text(f"timeline of trace {trace_id}"))
     table.add_column("pos", justify="right")
@@ -335,6 +358,8 @@ def _cell(stored: StoredEvent, normalizers: dict[str, Any]) -> Text:
 
 
 def _frame_cell(event: Any, normalizers: dict[str, Any]) -> Text:
+    from tracestore.providers.base import make_normalizer
+
     normalizer = normalizers.get(event.attempt_id)
     if normalizer is None:
         try:

@@ -13,10 +13,9 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.table import Table
 
 import tracestore
 from tracestore.cli.common import (
@@ -24,14 +23,17 @@ from tracestore.cli.common import (
     safe_text, term_text, trace_of_attempt,
 )
 from tracestore.errors import InputError
-from tracestore.review import (
-    DEFAULT_TEMPLATE, ReviewRecord, blank_record, check_reviewer, fill_record, load_template,
-    parse_assignment,
-    plan_review, render_history_json, render_history_markdown, render_json, render_markdown,
-)
-from tracestore.review.derivers import describe
-from tracestore.review.templates import Template, load_all
-from tracestore.store.log import EventStore, WriteView
+
+# The review package (pydantic) and the store (SQLAlchemy) are imported inside the commands,
+# so `tracestore --help` does not pay for them.
+if TYPE_CHECKING:
+    from tracestore.review import ReviewRecord
+    from tracestore.review.templates import Template
+    from tracestore.store.log import EventStore, WriteView
+
+#: The same name as ``tracestore.review.templates.DEFAULT_TEMPLATE`` (a test keeps them
+#: equal); repeated here because an option default is needed before the command runs.
+DEFAULT_TEMPLATE = "trace-review"
 
 
 class Format(str, enum.Enum):
@@ -48,6 +50,7 @@ def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str,
           sets: list[tuple[str, str]], approve: bool, reviewer: Optional[str],
           evidence: list[int]) -> tuple[int, ...]:
     """Append the reviewer's action; the refusal rules see the log as of this transaction."""
+    from tracestore.review import plan_review
 
     def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
         events = view.read(trace_id=trace_id)
@@ -73,6 +76,10 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def render(record: ReviewRecord, fmt: Format, history: bool) -> str:
+    from tracestore.review import (
+        render_history_json, render_history_markdown, render_json, render_markdown,
+    )
+
     if fmt is Format.json:
         return render_history_json(record) if history else render_json(record)
     return render_history_markdown(record) if history else render_markdown(record)
@@ -122,6 +129,10 @@ def review(
     as_json: JsonOption = False,
 ) -> None:
     """Fill a review record from an attempt's events; amend or approve it by appending."""
+    from tracestore.review import (
+        blank_record, check_reviewer, fill_record, load_template, parse_assignment,
+    )
+
     fmt = Format.json if as_json else fmt
     sets = [parse_assignment(s) for s in set_ or []]
     _check_options(attempt, blank, bool(sets) or approve, history)
@@ -150,6 +161,11 @@ def review(
 @handles_errors
 def templates(as_json: JsonOption = False) -> None:
     """List review templates, their fields and which deriver supplies each field."""
+    from rich.table import Table
+
+    from tracestore.review.derivers import describe
+    from tracestore.review.templates import load_all
+
     loaded = load_all()
     if as_json:
         emit_json({"templates": [t.to_dict() for t in loaded]})

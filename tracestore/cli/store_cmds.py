@@ -6,18 +6,9 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-from rich.table import Table
 
 from tracestore.cli.common import (
     DbOption,
@@ -32,13 +23,14 @@ from tracestore.cli.common import (
     open_store,
     term_text,
 )
-from tracestore.bulk import paused_gc
 from tracestore.errors import ChainBroken, InputError
-from tracestore.events import StoredEvent, TaskRule, attempt_stream, trace_stream
-from tracestore.ingest import IngestPlan, plan_ingest
-from tracestore.projections.semantics import validate_rule
-from tracestore.store.log import AppendResult, EventStore, WriteView
-from tracestore.store.migrate import SCHEMA_HEAD
+
+# Heavy modules (SQLAlchemy, the pydantic event models, the decoders) are imported inside
+# the commands that use them, so `tracestore --help` and `--version` start fast.
+if TYPE_CHECKING:
+    from tracestore.events import StoredEvent, TaskRule
+    from tracestore.ingest import IngestPlan
+    from tracestore.store.log import AppendResult, EventStore, WriteView
 
 # The events table stops here (a table of a million rows helps nobody); --json streams all.
 TABLE_MAX_ROWS = 1000
@@ -52,6 +44,8 @@ MAX_INPUT_BYTES = 256 * 1024 * 1024
 @handles_errors
 def init(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Create the database (or upgrade it) to the newest schema."""
+    from tracestore.store.migrate import SCHEMA_HEAD
+
     with open_store(db) as store:
         info = {"db": store.url, "revision": SCHEMA_HEAD, "events": store.head_position()}
     if as_json:
@@ -76,6 +70,9 @@ def read_input(path: Path) -> bytes:
 def read_task(path: Path | None) -> TaskRule | None:
     if path is None:
         return None
+    from tracestore.events import TaskRule
+    from tracestore.projections.semantics import validate_rule
+
     try:
         rule = TaskRule.model_validate_json(read_input(path))
     except ValueError as exc:
@@ -87,6 +84,7 @@ def read_task(path: Path | None) -> TaskRule | None:
 
 def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
     """Append an ingest plan in one transaction, refusing to mix inputs in one attempt."""
+    from tracestore.events import attempt_stream, trace_stream
 
     def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
         opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
@@ -126,6 +124,9 @@ def ingest(
     as_json: JsonOption = False,
 ) -> None:
     """Record one attempt from a file: every native frame becomes one event, in one transaction."""
+    from tracestore.bulk import paused_gc
+    from tracestore.ingest import plan_ingest
+
     data = read_input(file)
     with decode_progress(file.name, len(data), quiet=as_json) as progress, paused_gc():
         plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
@@ -163,6 +164,11 @@ def decode_progress(name: str, total: int, *, quiet: bool) -> Iterator[Callable[
     if quiet or total < PROGRESS_MIN_BYTES:
         yield None
         return
+    from rich.progress import (
+        BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
     columns = (TextColumn("decoding {task.description}"), BarColumn(), DownloadColumn(),
                TransferSpeedColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err_console, transient=True) as bar:
@@ -221,6 +227,8 @@ def events(
         rows = store.read(limit=shown + 1, **filters)
     more = len(rows) > shown
     rows = rows[:shown]
+    from rich.table import Table
+
     table = Table(title=f"{len(rows)} events" + (" (more follow)" if more else ""))
     for column in ("pos", "stream", "ver", "type", "what"):
         table.add_column(column, overflow="fold" if column == "what" else "ellipsis")
@@ -251,6 +259,8 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
     if as_json:
         emit_json({"attempts": listing})
         return
+    from rich.table import Table
+
     table = Table(title=f"{len(listing)} attempts")
     for column in ("attempt", "trace", "api", "events", "first pos"):
         table.add_column(column)

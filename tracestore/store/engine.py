@@ -23,8 +23,8 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from tracestore.errors import InputError, StoreError
+from tracestore.store import ENV_VAR  # noqa: F401 - defined import-free for the CLI
 
-ENV_VAR = "TRACESTORE_DB"
 DEFAULT_URL = "sqlite:///tracestore.db"
 
 # How long a writer waits for another writer's lock before "database is locked" (ms).

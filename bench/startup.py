@@ -1,0 +1,78 @@
+"""Start-up cost of the shipped ``tracestore`` command against bare-import baselines.
+
+Prints, never asserts.  Each figure is ours divided by a baseline timed in the same run,
+rounds interleaved (ours, baseline, ours, ...) so machine noise hits both alike; the ratio
+of medians and of best runs is printed:
+
+1. ``tracestore --help`` and ``tracestore --version`` against ``python -c "import typer"``
+   (goal: at most 2x);
+2. ``tracestore release ATTEMPT --json`` on a one-attempt store against
+   ``python -c "import sqlalchemy, pydantic, typer"`` (goal: at most 1.3x).
+
+Run:  python bench/startup.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CAPTURE = ROOT / "fixtures" / "real" / "anthropic" / "text-basic.sse"
+
+
+def tracestore_command() -> list[str]:
+    """The installed console script next to this interpreter (what users run)."""
+    script = Path(sys.executable).parent / "tracestore"
+    found = str(script) if script.exists() else shutil.which("tracestore")
+    if found is None:
+        raise SystemExit("install tracestore first: pip install -e .")
+    return [found]
+
+
+def wall(argv: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True,
+                   timeout=120)
+    return time.perf_counter() - start
+
+
+def compare(name: str, ours: list[str], base: list[str], rounds: int, goal: str) -> None:
+    wall(ours), wall(base)  # warm the page cache and .pyc files
+    mine, theirs = [], []
+    for _ in range(rounds):
+        mine.append(wall(ours))
+        theirs.append(wall(base))
+    med = statistics.median(mine) / statistics.median(theirs)
+    best = min(mine) / min(theirs)
+    print(f"{name:<34} {statistics.median(mine) * 1000:7.0f} ms  "
+          f"baseline {statistics.median(theirs) * 1000:6.0f} ms  "
+          f"ratio median {med:4.2f}x  best {best:4.2f}x  (goal {goal})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    ts = tracestore_command()
+    py = [sys.executable, "-c"]
+    with tempfile.TemporaryDirectory() as folder:
+        db = str(Path(folder) / "small.db")
+        subprocess.run([*ts, "ingest", str(CAPTURE), "--attempt", "a1", "--db", db, "--json"],
+                       stdout=subprocess.DEVNULL, check=True)
+        compare("tracestore --help", [*ts, "--help"], [*py, "import typer"], args.rounds,
+                "<= 2x")
+        compare("tracestore --version", [*ts, "--version"], [*py, "import typer"],
+                args.rounds, "<= 2x")
+        compare("tracestore release a1 --json", [*ts, "release", "a1", "--json", "--db", db],
+                [*py, "import sqlalchemy, pydantic, typer"], args.rounds, "<= 1.3x")
+
+
+if __name__ == "__main__":
+    main()
