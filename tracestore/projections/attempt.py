@@ -14,6 +14,7 @@ be judged at every global position, and the replay planner judges while it plans
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,13 +25,24 @@ from tracestore.events import (
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import (
-    Profile, classify_error, classify_terminal, error_name, profile_for,
+    INLINE_REASONING_TAGS, Profile, classify_error, classify_terminal, error_name, profile_for,
 )
 from tracestore.providers.base import Normalizer, make_normalizer
 from tracestore.providers.observations import Observation
 
 #: Observation kinds that carry no content and need no judgement.
-_BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive", "raw"})
+_BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive"})
+
+#: ``raw`` observations of these block types are reasoning in another form (a Bedrock or
+#: Anthropic signature, Bedrock ``redactedContent``, a Gemini Interactions thought
+#: signature): reasoning all the same, so a profile without reasoning holds them.
+_REASONING_BLOCK_TYPES = frozenset({"reasoning", "redacted_reasoning"})
+
+#: An inline reasoning tag, opening or closing (``<think>``, ``</ thinking >`` …).
+_INLINE_TAG = re.compile(r"<\s*/?\s*(?:" + "|".join(INLINE_REASONING_TAGS) + r")\s*>",
+                         re.IGNORECASE)
+#: How much of a block's earlier text is kept to find a tag split across deltas.
+_TAG_TAIL = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +156,8 @@ class AttemptFold:
         self.usage_position: int | None = None
         self.superseded_at: int | None = None
         self.superseded_by: str | None = None
+        self._tails: dict[int | None, str] = {}
+        self._inline_tag_seen = False
 
     # -- derived facts the release decision reads ------------------------------------
     @property
@@ -193,6 +207,11 @@ class AttemptFold:
         kind = obs.kind
         if kind in _BENIGN_KINDS:
             return
+        if kind == "raw":
+            if obs.block_type in _REASONING_BLOCK_TYPES and not (
+                    self.profile and self.profile.reasoning_allowed):
+                self._anomaly(position, R.NON_TEXT_CONTENT, obs.native_type, obs.block_type)
+            return
         if kind == "text_delta":
             self._text(position, obs)
         elif kind == "final_text":
@@ -231,6 +250,19 @@ class AttemptFold:
                               f"block {obs.block}")
         self.parts[obs.block].append(text)
         self.block_pos[obs.block].append(position)
+        self._inline_tags(position, obs, text)
+
+    def _inline_tags(self, position: int, obs: Observation, text: str) -> None:
+        """Hold text carrying an inline reasoning tag, even one split across deltas."""
+        if self._inline_tag_seen or (self.profile and self.profile.inline_reasoning_tags_allowed):
+            return
+        window = self._tails.get(obs.block, "") + text
+        match = _INLINE_TAG.search(window)
+        if match is None:
+            self._tails[obs.block] = window[-_TAG_TAIL:]
+            return
+        self._inline_tag_seen = True
+        self._anomaly(position, R.INLINE_REASONING_TEXT, obs.native_type, match.group(0))
 
     def _final_text(self, position: int, obs: Observation) -> None:
         if obs.block_type not in (None, "text"):

@@ -53,6 +53,12 @@ class Profile:
     metadata_required: bool = False
     """Policy choice: by default a missing usage record is noted (``metadata_absent``), not
     blocking, because metadata is accounting evidence, never content acceptance."""
+    inline_reasoning_tags_allowed: bool = False
+    """Whether answer text may contain an inline reasoning tag (``<think>`` …, see
+    ``INLINE_REASONING_TAGS``).  Off by default: a model that writes its reasoning into the
+    text channel (qwen3 through Ollama's ``/api/generate``) would otherwise have that
+    reasoning released as the answer.  A deployment that strips the tags before showing
+    the text may turn it on."""
 
 
 OPENAI_RESPONSES_TEXT = Profile(
@@ -85,29 +91,59 @@ BEDROCK_CONVERSE_TEXT = Profile(
 # capture from any of them gets a decision.  Terminal values are the providers' own
 # (PROVIDER-FORMATS.md); anything else (stop sequences, refusals, safety stops, tool calls)
 # is not a normal ending of this profile and is held or classified as below.
-def _stop_reason_profile(name: str, api: str, normal: str, limited: str,
-                        tool: str | None = None) -> Profile:
-    """A text profile judged by stop reason alone; an in-band ``error`` fails the request
-    (Anthropic ``event: error`` after HTTP 200, a chat ``{"error": …}`` chunk …)."""
-    terminals = [TerminalRule("normal", stop_reason=normal),
-                 TerminalRule("limited", stop_reason=limited)]
+def _stop_reasons(normal: str, limited: str, tool: str | None = None
+                  ) -> tuple[TerminalRule, ...]:
+    """Terminal rules judged by stop reason alone."""
+    rules = [TerminalRule("normal", stop_reason=normal),
+             TerminalRule("limited", stop_reason=limited)]
     if tool is not None:
-        terminals.append(TerminalRule("tool", stop_reason=tool))
-    return Profile(name=name, api=api, terminals=tuple(terminals),
-                   failure_errors=frozenset({"error"}))
+        rules.append(TerminalRule("tool", stop_reason=tool))
+    return tuple(rules)
 
+
+def _stop_reason_profile(name: str, api: str, *terminals: TerminalRule) -> Profile:
+    """A text profile whose in-band ``error`` fails the request (Anthropic ``event: error``
+    after HTTP 200, a chat ``{"error": …}`` chunk, an Interactions ``event: error`` …)."""
+    return Profile(name=name, api=api, terminals=terminals,
+                   failure_errors=frozenset({"error", "response.failed"}))
+
+
+#: Anthropic Messages: ``message_stop`` with the last ``message_delta``'s stop reason.
+_MESSAGES_ENDS = _stop_reasons("end_turn", "max_tokens", "tool_use")
+#: Chat Completions: the ``finish_reason`` chunk.
+_CHAT_ENDS = _stop_reasons("stop", "length", "tool_calls")
+#: Responses lifecycle ends, judged by status (seed 002: ``response.completed`` is the end).
+_RESPONSES_ENDS = (
+    TerminalRule("failed", status="failed"),
+    TerminalRule("limited", status="incomplete", stop_reason="max_output_tokens"),
+    TerminalRule("normal", status="completed"),
+)
+#: Gemini Interactions ``interaction.completed.status`` (seed 002: completed → end,
+#: requires_action → tool use; incomplete is an answer cut short, failed a failure;
+#: cancelled and anything else stay unknown and are held).
+_INTERACTIONS_ENDS = (
+    TerminalRule("normal", status="completed"),
+    TerminalRule("tool", status="requires_action"),
+    TerminalRule("limited", status="incomplete"),
+    TerminalRule("failed", status="failed"),
+)
 
 ANTHROPIC_MESSAGES_TEXT = _stop_reason_profile(
-    "anthropic-messages-text", "anthropic-messages", "end_turn", "max_tokens", "tool_use")
-OPENAI_CHAT_TEXT = _stop_reason_profile(
-    "openai-chat-text", "openai-chat", "stop", "length", "tool_calls")
-XAI_CHAT_TEXT = _stop_reason_profile("xai-chat-text", "xai", "stop", "length", "tool_calls")
-GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini", "STOP", "MAX_TOKENS")
-OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", "stop", "length")
+    "anthropic-messages-text", "anthropic-messages", *_MESSAGES_ENDS)
+OPENAI_CHAT_TEXT = _stop_reason_profile("openai-chat-text", "openai-chat", *_CHAT_ENDS)
+# xAI serves chat completions, Responses and Messages; one xai normalizer reads all three
+# (by payload shape), so one profile knows all three surfaces' endings.  Their values do
+# not overlap (``stop`` / ``end_turn`` / status ``completed``), so no rule can misfire.
+XAI_TEXT = _stop_reason_profile("xai-text", "xai", *_CHAT_ENDS, *_RESPONSES_ENDS,
+                                *_MESSAGES_ENDS)
+# generateContent ends with ``finishReason``; Interactions with ``interaction.completed``.
+GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini",
+                                   *_stop_reasons("STOP", "MAX_TOKENS"), *_INTERACTIONS_ENDS)
+OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", *_stop_reasons("stop", "length"))
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
-    XAI_CHAT_TEXT, GEMINI_TEXT, OLLAMA_TEXT,
+    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT,
 )}
 
 #: The profile an attempt gets when its trace names none.
@@ -125,6 +161,11 @@ def profile_for(api: str, trace_profile: str | None = None) -> Profile | None:
     if profile is None or profile.api != api:
         return None
     return profile
+
+
+#: Inline reasoning tags a model may write into its answer text (matched case-insensitively,
+#: with optional spaces inside the brackets): ``<think>``, ``<thinking>``, ``<reasoning>``.
+INLINE_REASONING_TAGS: tuple[str, ...] = ("think", "thinking", "reasoning")
 
 
 def classify_terminal(profile: Profile, obs: Observation) -> TerminalOutcome:

@@ -62,6 +62,8 @@ FINAL_TEXT_MISMATCH: Final = "final_text_mismatch"
 DUPLICATE_FINAL_TEXT: Final = "duplicate_final_text"
 METADATA_MISSING: Final = "metadata_missing"
 NO_PROFILE: Final = "no_profile"
+EMPTY_ANSWER: Final = "empty_answer"
+INLINE_REASONING_TEXT: Final = "inline_reasoning_text"
 
 # --- notes: facts worth a reviewer's eye that do not change the decision ---------------
 METADATA_ABSENT: Final = "metadata_absent"
@@ -116,7 +118,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     TOOL_USE_NOT_ALLOWED: "A tool call (or tool_use stop reason) in a profile without tools; "
                           "never dispatched, never stringified into the answer.",
     UNEXPECTED_TEXT_BLOCK: "More text blocks than the profile allows.",
-    NON_TEXT_CONTENT: "Non-text content (reasoning delta, non-text block) the profile excludes.",
+    NON_TEXT_CONTENT: "Non-text content the profile excludes: reasoning in any form (text, "
+                      "signature, redacted or encrypted) or a non-text block.",
     UNKNOWN_NATIVE_FORM: "A native event the normalizer did not recognise.",
     UNKNOWN_STOP_REASON: "A native terminal the profile neither calls normal, limited nor failed.",
     DUPLICATE_TERMINAL: "A second native terminal for the same attempt.",
@@ -125,6 +128,11 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     DUPLICATE_FINAL_TEXT: "The same source final-text event arrived twice for one block.",
     METADATA_MISSING: "The profile requires accounting metadata and none arrived.",
     NO_PROFILE: "No release profile fits this attempt's API, so nothing can be released.",
+    EMPTY_ANSWER: "The stream ended normally but the candidate holds no text (empty or only "
+                  "whitespace); the text profile needs one text block.",
+    INLINE_REASONING_TEXT: "The answer text contains an inline reasoning tag (<think>, "
+                           "<thinking>, <reasoning>): reasoning written into the text "
+                           "channel, which the profile does not release as the answer.",
     # notes
     METADATA_ABSENT: "No usage/metadata was observed; recorded as absent, never as zero.",
     STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",

@@ -106,6 +106,10 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
         return _Outcome(R.INTERRUPTED, missing)
     if fold.profile.metadata_required and fold.usage is None:
         return _Outcome(R.HELD, (R.METADATA_MISSING,))
+    if not fold.text().strip():
+        # The text profile asks for one text block; a normal ending with nothing in it is
+        # seed 004's ``empty`` state, not an answer, whatever the task rule would accept.
+        return _Outcome(R.HELD, (R.EMPTY_ANSWER,))
     if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
         return _Outcome(R.HELD, (R.NO_SEMANTIC_RULE,))
     verdict = judge(rule, fold.text())
