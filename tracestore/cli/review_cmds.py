@@ -9,15 +9,14 @@ the terminal through ``safe_text`` or atomically to ``--out``.
 from __future__ import annotations
 
 import enum
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 import tracestore
+from tracestore.cli.files import write_atomically  # noqa: F401 - re-exported
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
     safe_text, term_text, trace_of_attempt,
@@ -58,21 +57,6 @@ def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str,
                            reviewer=reviewer, evidence=evidence), []
 
     return store.append_with(build).positions
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temp file and rename: never a half-written record."""
-    directory = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def render(record: ReviewRecord, fmt: Format, history: bool) -> str:
