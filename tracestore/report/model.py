@@ -1,0 +1,223 @@
+"""The trace report's data: one trace's events turned into lanes, rows and records.
+
+A renderer over the existing projections, not a second copy of them: decisions,
+destinations and violations come from ``projections.audit``, attempt facts (Stop, drain,
+native terminal) from the attempt views it judged, review records from
+``review.fill_record``.  What is new here is only layout: which lane an event belongs to,
+what to call it, and which marks it carries.  Pure: events in, a frozen report out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from tracestore.errors import InputError, NotFound
+from tracestore.events import StoredEvent, TraceOpened
+from tracestore.projections import AuditReport, Violation, audit, trace_attempts
+from tracestore.projections.destinations import AttemptDestinations
+from tracestore.projections.reasons import DESCRIPTIONS
+from tracestore.providers.base import make_normalizer
+from tracestore.review.record import ReviewRecord, fill_record
+from tracestore.review.templates import Template
+
+#: Row kinds (CSS classes in the page): each is drawn distinctly.
+KINDS = ("trace", "open", "frame", "delta", "terminal", "error", "stop", "drain", "semantic",
+         "decision", "write", "progress", "review", "other")
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One event at its global position, in its lane (0 = the trace itself)."""
+
+    position: int
+    lane: int
+    kind: str
+    label: str
+    "A short fixed word (STOP, drain clean, ui …): our vocabulary, never model text."
+    text: str | None
+    "Untrusted detail (model text, destination text); the template escapes it."
+    marks: tuple[str, ...] = ()
+    "late (after the attempt's decision), application (a real app's write) …"
+    violations: tuple[Violation, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Lane:
+    attempt_id: str
+    reader: str | None
+    api: str
+    retry_of: str | None
+    audit: AttemptDestinations
+    "The attempt's destinations and its release decision (``audit.decision``)."
+    stop_position: int | None
+    drain_position: int | None
+    terminal_position: int | None
+    record: ReviewRecord | None
+
+    @property
+    def decision(self) -> Any:
+        return self.audit.decision
+
+
+@dataclass(frozen=True, slots=True)
+class TraceReport:
+    trace_id: str
+    trace: TraceOpened | None
+    lanes: tuple[Lane, ...]
+    rows: tuple[Row, ...]
+    violations: tuple[Violation, ...]
+    head_position: int
+    descriptions: dict[str, str]
+    "Reason code → sentence, for every code the page shows."
+
+
+def build_report(events: Sequence[StoredEvent], trace_id: str, *,
+                 attempts: Sequence[str] | None = None, template: Template | None = None,
+                 version: str = "") -> TraceReport:
+    """The report of one trace (``attempts`` narrows the lanes; ``template`` adds records)."""
+    all_attempts = trace_attempts(events, trace_id)
+    if not all_attempts:
+        raise NotFound(f"no attempts for trace {trace_id!r} in the log", trace_id=trace_id)
+    chosen = list(attempts) if attempts else all_attempts
+    for attempt_id in chosen:
+        if attempt_id not in all_attempts:
+            raise InputError(f"attempt {attempt_id!r} is not part of trace {trace_id!r}",
+                             code="attempt_not_in_trace", attempt_id=attempt_id)
+    report = audit(events, trace_id=trace_id)
+    lanes = tuple(_lane(events, a, report, template, version) for a in chosen)
+    violations = tuple(v for v in report.violations if v.attempt_id in chosen)
+    rows = tuple(_rows(events, trace_id, lanes, violations))
+    trace = next((e.event for e in events if isinstance(e.event, TraceOpened)
+                  and e.event.trace_id == trace_id), None)
+    codes = {c for lane in lanes for c in (*lane.decision.reasons, *lane.decision.notes,
+                                           lane.decision.status)}
+    codes |= {v.code for v in violations}
+    descriptions = {c: DESCRIPTIONS.get(c, "") for c in sorted(codes)}
+    head = max((e.position for e in events), default=0)
+    return TraceReport(trace_id, trace, lanes, rows, violations, head, descriptions)
+
+
+def _lane(events: Sequence[StoredEvent], attempt_id: str, report: AuditReport,
+          template: Template | None, version: str) -> Lane:
+    dest = next(a for a in report.attempts if a.attempt_id == attempt_id)
+    start = next(e.event for e in events if e.type == "attempt.started"
+                 and e.event.attempt_id == attempt_id)
+    drains = [e.position for e in events
+              if e.type == "transport.drained" and e.attempt_id == attempt_id]
+    stops = [e.position for e in events
+             if e.type == "local.stopped" and e.attempt_id == attempt_id]
+    record = (fill_record(template, events, attempt_id, version=version)
+              if template is not None else None)
+    return Lane(attempt_id, start.reader, start.api, start.retry_of, dest,
+                stops[0] if stops else None, drains[0] if drains else None,
+                _terminal_position(events, attempt_id, start.api), record)
+
+
+def _terminal_position(events: Sequence[StoredEvent], attempt_id: str, api: str) -> int | None:
+    for row in _frame_rows(events, attempt_id, api):
+        if row[1] == "terminal":
+            return row[0]
+    return None
+
+
+def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
+                ) -> list[tuple[int, str, str, str | None]]:
+    try:
+        normalizer = make_normalizer(api)
+    except InputError:
+        normalizer = None
+    out = []
+    for stored in events:
+        if stored.type == "frame.received" and stored.attempt_id == attempt_id:
+            out.append((stored.position, *_describe_frame(stored.event, normalizer)))
+    return out
+
+
+def _describe_frame(frame: Any, normalizer: Any) -> tuple[str, str, str | None]:
+    """(kind, label, text) for one frame, from the same normalizer the projections use."""
+    if normalizer is None:
+        return "frame", ", ".join(frame.kinds) or "frame", None
+    kind, labels, texts = "frame", [], []
+    for obs in normalizer.feed(frame.native, frame.event_name):
+        if obs.kind in ("text_delta", "final_text", "reasoning_delta"):
+            kind = "delta" if kind == "frame" else kind
+            labels.append(obs.kind.replace("_", " "))
+            texts.append(obs.text or "")
+        elif obs.kind == "terminal":
+            kind = "terminal"
+            labels.append(f"native end: {obs.stop_reason or obs.status or 'unknown'}")
+        elif obs.kind == "error":
+            kind = "error"
+            labels.append(f"error {obs.error_code or obs.native_type}")
+        else:
+            labels.append(obs.kind.replace("_", " "))
+    return kind, "; ".join(labels) or "frame", " ".join(texts) if texts else None
+
+
+def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
+          violations: Sequence[Violation]) -> list[Row]:
+    lane_of = {lane.attempt_id: i + 1 for i, lane in enumerate(lanes)}
+    frames = {}
+    for lane in lanes:
+        for position, kind, label, text in _frame_rows(events, lane.attempt_id, lane.api):
+            frames[position] = (kind, label, text)
+    by_position: dict[int, list[Violation]] = {}
+    for v in violations:
+        by_position.setdefault(v.position, []).append(v)
+    decided = {lane.attempt_id: lane.decision.decided_at_position for lane in lanes}
+    rows = []
+    for stored in events:
+        owner = stored.attempt_id
+        if owner is None and stored.trace_id == trace_id:
+            lane = 0
+        elif owner in lane_of:
+            lane = lane_of[owner]
+        else:
+            continue
+        if stored.position in frames:
+            kind, label, text = frames[stored.position]
+        else:
+            kind, label, text = _describe(stored)
+        marks = []
+        after = decided.get(owner or "")
+        if (kind in ("frame", "delta", "terminal", "error") and after is not None
+                and stored.position > after):
+            marks.append("late")
+        if kind in ("write", "progress") and stored.event.source == "application":
+            marks.append("application")
+        rows.append(Row(stored.position, lane, kind, label, text, tuple(marks),
+                        tuple(by_position.get(stored.position, ()))))
+    return rows
+
+
+def _describe(stored: StoredEvent) -> tuple[str, str, str | None]:
+    """(kind, label, text) for every non-frame event."""
+    event, kind = stored.event, stored.type
+    if kind == "trace.opened":
+        return "trace", "trace opened", event.profile
+    if kind == "attempt.started":
+        retry = f", retry of {event.retry_of}" if event.retry_of else ""
+        return "open", f"open {event.api}{retry}", event.reader
+    if kind == "local.stopped":
+        return "stop", "STOP" + (f" by {event.by}" if event.by else ""), None
+    if kind == "transport.drained":
+        return "drain", f"drain {event.outcome}", event.detail
+    if kind == "semantic.judged":
+        return "semantic", f"semantic {event.verdict}", ", ".join(event.failed_patterns) or None
+    if kind == "release.decided":
+        return "decision", f"decision: {event.status}", ", ".join(event.reasons)
+    if kind == "destination.written":
+        return ("progress" if event.destination == "progress" else "write",
+                event.destination, event.text)
+    if kind == "review.field_set":
+        return "review", f"review {event.field} by {event.reviewer}", event.value
+    if kind == "review.approved":
+        return "review", f"approved by {event.reviewer}", None
+    if kind == "capture.stored":
+        return "other", f"capture {event.framing}", f"{event.size} bytes"
+    if kind == "model.decision":
+        return "other", f"model decision {event.stage}", json.dumps(event.decision)
+    return "other", kind, None
