@@ -12,7 +12,8 @@ def test_type_names_are_stable_strings_and_all_have_a_schema_version() -> None:
     assert ev.EVENT_TYPES == (
         "trace.opened", "attempt.started", "capture.stored", "frame.received",
         "local.stopped", "transport.drained", "semantic.judged", "release.decided",
-        "destination.written", "model.decision", "review.field_set", "review.approved")
+        "destination.written", "model.decision", "review.field_set", "review.approved",
+        "run.opened", "model.called", "tool.observed", "run.finished", "run.graded")
     assert set(ev.SCHEMA_VERSIONS) == set(ev.EVENT_TYPES)
 
 
@@ -54,3 +55,11 @@ def test_fresh_ids_are_unique_and_time_ordered() -> None:
     assert all(len(i) == 32 for i in ids)
     # Clock first: only ids drawn within the same clock tick may sort out of order.
     assert sum(a > b for a, b in zip(ids, ids[1:])) < 100
+
+
+def test_model_decision_v1_rows_upcast_to_v2() -> None:
+    v1 = {"type": "model.decision", "attempt_id": "a", "stage": "proposed",
+          "decision": {"action": "stop"}, "reason": None}
+    assert ev.SCHEMA_VERSIONS["model.decision"] == 2
+    lifted = ev.parse_event(ev.upcast("model.decision", 1, dict(v1)))
+    assert (lifted.index, lifted.implied, lifted.decision) == (None, False, {"action": "stop"})

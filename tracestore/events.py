@@ -160,11 +160,97 @@ class DestinationWritten(_Event):
 
 
 class ModelDecision(_Event):
+    """A model's proposed action, or the application's admission / refusal of it (v2).
+
+    ``proposed`` keeps the structured reply exactly as the model returned it; ``admitted`` /
+    ``refused`` repeat it with the application's verdict (``reason`` holds the refusal code,
+    e.g. seed 001's ``unissued_source``).
+    """
+
     type: Literal["model.decision"] = "model.decision"
     attempt_id: str
     stage: Literal["proposed", "admitted", "refused"]
     decision: dict[str, Any]
     reason: str | None = None
+    index: int | None = None
+    "v2: the decision's ordinal within its run (0-based), joining proposal and verdict."
+    implied: bool = False
+    "v2: True when the verdict was not logged by the application but follows from its recorded run result (a result file says which actions ran)."
+
+
+AgentMode = Literal["agent", "fixed"]
+
+
+class RunOpened(_Event):
+    """An agent run starts (seed 001): the question, the limits and the model it runs with."""
+
+    type: Literal["run.opened"] = "run.opened"
+    attempt_id: str
+    question: str
+    version: str
+    "The documentation version the run is pinned to (``3.12``)."
+    mode: AgentMode
+    "``agent``: the model selects retrieval; ``fixed``: code searches once and reads."
+    limits: dict[str, int]
+    "model_calls, searches, reads, source_bytes, seconds, as the run was configured."
+    model: str | None = None
+    config: dict[str, Any] | None = None
+    "Generation config as recorded (temperature, thinking level …)."
+    trial_id: str | None = None
+    case_id: str | None = None
+    split: str | None = None
+    repeat: int | None = None
+
+
+class ModelCalled(_Event):
+    """One model request of a run: its digest (when recorded) and usage exactly as reported."""
+
+    type: Literal["model.called"] = "model.called"
+    attempt_id: str
+    index: int
+    "0-based ordinal of the call within its run."
+    request_sha256: str | None = None
+    "sha256 of the request body, when the recording holds it (None: not recorded)."
+    usage: dict[str, Any] | None = None
+    "Provider usage as reported; None when absent (never an invented zero)."
+
+
+class ToolObserved(_Event):
+    """A tool result the application accepted: search metadata, or a read passage."""
+
+    type: Literal["tool.observed"] = "tool.observed"
+    attempt_id: str
+    index: int
+    "0-based ordinal of the observation within its run."
+    tool: Literal["search", "read"]
+    arguments: dict[str, Any]
+    result: dict[str, Any]
+    "search: {query, candidates: [{source_id, rank, version}]}; read: {source_id, version, text, url, text_sha256}."
+
+
+class RunFinished(_Event):
+    """How the run ended, as the application recorded it (re-derived, never trusted)."""
+
+    type: Literal["run.finished"] = "run.finished"
+    attempt_id: str
+    status: Literal["answered", "incomplete", "failed"]
+    reason: str
+    "seed 001's reason: citation_contract_passed, model_stopped, search_limit, a refusal code …"
+    answer: str = ""
+    citations: tuple[dict[str, Any], ...] = ()
+    "[{source_id, quote, url}] as recorded; the URL came from the read record."
+    usage: dict[str, int] | None = None
+    "The run's own counters (model_calls, searches, reads, source_bytes) as recorded."
+    elapsed_seconds: float | None = None
+
+
+class RunGraded(_Event):
+    """Grading checks recorded alongside a run (seed 001's evaluate.py output)."""
+
+    type: Literal["run.graded"] = "run.graded"
+    attempt_id: str
+    checks: dict[str, Any]
+    by: str = "recorded"
 
 
 class ReviewFieldSet(_Event):
@@ -188,7 +274,8 @@ Event = Annotated[
     Union[
         TraceOpened, AttemptStarted, CaptureStored, FrameReceived, LocalStopped,
         TransportDrained, SemanticJudged, ReleaseDecided, DestinationWritten, ModelDecision,
-        ReviewFieldSet, ReviewApproved,
+        ReviewFieldSet, ReviewApproved, RunOpened, ModelCalled, ToolObserved, RunFinished,
+        RunGraded,
     ],
     Field(discriminator="type"),
 ]
@@ -198,13 +285,18 @@ EVENT_TYPES: tuple[str, ...] = (
     "trace.opened", "attempt.started", "capture.stored", "frame.received", "local.stopped",
     "transport.drained", "semantic.judged", "release.decided", "destination.written",
     "model.decision", "review.field_set", "review.approved",
+    "run.opened", "model.called", "tool.observed", "run.finished", "run.graded",
 )
 
 SCHEMA_VERSIONS: dict[str, int] = {name: 1 for name in EVENT_TYPES}
+SCHEMA_VERSIONS["model.decision"] = 2
 
 # (type, from_version) -> function upgrading a payload dict one version.  Empty at v1; the
 # hook exists from day one so that a shape change never strands stored rows.
-UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {}
+UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
+    # v2 added the decision's index and whether its verdict was implied by a run result.
+    ("model.decision", 1): lambda p: {**p, "index": None, "implied": False},
+}
 
 
 def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict[str, Any]:

@@ -120,14 +120,35 @@ def ingest(
         min=1, help="Feed the decoder in chunks of this many bytes (boundaries change nothing).")] = None,
     task: Annotated[Optional[Path], typer.Option(
         help="JSON file with the trace's semantic rule {answer_patterns, forbidden_patterns}.")] = None,
+    fmt: Annotated[str, typer.Option(
+        "--format", help="auto, capture, agent-report (seed 001 comparison) or agent-result "
+                         "(one run result).")] = "auto",
+    cases: Annotated[Optional[Path], typer.Option(
+        help="Agent runs: cases file whose patterns become each trace's semantic rule.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Record one attempt from a file: every native frame becomes one event, in one transaction."""
+    """Record one attempt from a file: every native frame becomes one event, in one transaction.
+
+    An agent run file (seed 001's comparison report, or one run result) records each run as
+    its own trace and attempt instead.
+    """
     from tracestore.bulk import paused_gc
     from tracestore.ingest import plan_ingest
 
     data = read_input(file)
+    if fmt != "capture":
+        from tracestore.agent.ingest import FORMATS, sniff
+
+        if fmt != "auto" and fmt not in FORMATS:
+            raise InputError(f"--format {fmt!r} is not one of auto, capture, "
+                             f"{', '.join(FORMATS)}", code="unknown_format")
+        if fmt in FORMATS or sniff(data):
+            from tracestore.cli.agent_cmds import ingest_agent
+
+            ingest_agent(data, filename=file.name, fmt=fmt, trace=trace, attempt=attempt,
+                         cases=cases, db=db, as_json=as_json)
+            return
     with decode_progress(file.name, len(data), quiet=as_json) as progress, paused_gc():
         plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=read_task(task),
