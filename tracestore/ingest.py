@@ -218,6 +218,14 @@ def capture_drain(reading: Any) -> tuple[str, str | None]:
         return "eof", (f"input ended inside a frame at byte {truncation.offset} "
                        f"({truncation.code})")
     if not reading.terminal_seen:
+        ending = reading.error_ending()
+        if ending is not None:
+            # The bytes end right after a whole native error frame: the provider ended the
+            # stream with its error, which the release decision judges as such.
+            frame, error = ending
+            name = error.error_code or error.native_type
+            return "clean", (f"input ended after the native error frame {name} "
+                             f"(frame {frame.index} at byte {frame.offset})")
         return "eof", "input ended before the native terminal"
     return "clean", None
 

@@ -60,6 +60,24 @@ class CaptureReading:
         """All observations in capture order (flattened)."""
         return [obs for frame in self.frames for obs in frame.observations]
 
+    def error_ending(self) -> tuple[NativeFrame, Observation] | None:
+        """The native error frame the capture ended with, if it ended with one.
+
+        An error frame (Anthropic ``event: error`` after HTTP 200, an app-frames ``error``
+        frame, a Bedrock exception message, Groq's ``event: error``) is the provider's own
+        last word: a terminal of its own, not an input cut short.  Trailing keepalives and
+        ``[DONE]`` sentinels are skipped; a frame whose last observation is not an error
+        (a text delta flagged ``sequence_gap`` …) is not an error frame.
+        """
+        for frame in reversed(self.frames):
+            kinds = [obs.kind for obs in frame.observations]
+            if kinds and all(kind == "keepalive" for kind in kinds):
+                continue
+            if kinds and kinds[-1] == "error":
+                return frame, frame.observations[-1]
+            return None
+        return None
+
 
 def _native_of(frame: Any) -> tuple[str | None, Any]:
     """(event name, native) of one wire frame; JSON is parsed strictly at its offset."""
