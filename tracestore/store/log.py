@@ -26,7 +26,7 @@ from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.bulk import paused_gc
-from tracestore.errors import ExpectedVersionConflict, StoreError
+from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
 from tracestore.events import SCHEMA_VERSIONS, NewEvent, StoredEvent, parse_event, upcast
 from tracestore.store import engine as engines
 from tracestore.store import migrate
@@ -314,6 +314,65 @@ class EventStore:
         with self._reader.connect() as conn:
             row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha256)).first()
             return None if row is None else bytes(row[0])
+
+    # -- export and import (rows exactly as stored) -----------------------------------
+
+    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 1000,
+                  ) -> Iterator[dict[str, Any]]:
+        """Rows exactly as stored (payload text, recorded-at, hash), in position order."""
+        last = 0
+        while True:
+            query = select(events).where(events.c.position > last)
+            if trace_id is not None:
+                query = query.where(events.c.trace_id == trace_id)
+            with self._reader.connect() as conn:
+                rows = [dict(r) for r in conn.execute(
+                    query.order_by(events.c.position).limit(batch_size)).mappings()]
+            yield from rows
+            if len(rows) < batch_size:
+                return
+            last = rows[-1]["position"]
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
+                    *, same_hashes: bool, batch_size: int = 1000) -> tuple[int, str]:
+        """Load exported rows into an EMPTY store in one transaction; (count, head hash).
+
+        Ids, streams, versions, recorded-at times and payload text are kept as given;
+        positions are numbered from 1 in the order given and the chain is computed anew.
+        With ``same_hashes`` (a complete, unredacted export) every recomputed hash must
+        equal the exported one, so the imported log is the exported log, byte for byte.
+        """
+        count, prev_hash = 0, GENESIS_HASH
+        try:
+            with paused_gc(), self._writer.begin() as conn:
+                if self._head(conn)[0] != 0:
+                    raise StoreError("import needs an empty store; this one already holds "
+                                     "events", code="store_not_empty")
+                batch: list[tuple[Any, ...]] = []
+                for row in rows:
+                    count += 1
+                    digest = chain_hash(prev_hash, count, row["id"], row["stream"],
+                                        row["version"], row["type"], row["schema_version"],
+                                        row["recorded_at"], row["trace_id"],
+                                        row["payload"].encode("utf-8"))
+                    if same_hashes and digest != row["hash"]:
+                        raise InputError(f"event {count} of the export does not hash to its "
+                                         "recorded hash: the file was changed",
+                                         code="export_hash_mismatch", position=count)
+                    batch.append((count, row["id"], row["stream"], row["version"],
+                                  row["type"], row["schema_version"], row["recorded_at"],
+                                  row["trace_id"], row["payload"], digest))
+                    prev_hash = digest
+                    if len(batch) >= batch_size:
+                        conn.exec_driver_sql(self._insert_sql, batch)
+                        batch = []
+                if batch:
+                    conn.exec_driver_sql(self._insert_sql, batch)
+                self._put_blobs(conn, list(blob_data))
+        except IntegrityError as exc:
+            raise StoreError(f"the database refused the import: {exc.orig}",
+                             code="import_refused") from exc
+        return count, prev_hash
 
     def verify(self, batch_size: int = 5000) -> VerifyResult:
         """Recompute the hash chain; name the first position where it breaks."""

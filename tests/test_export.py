@@ -1,0 +1,279 @@
+"""``tracestore export`` / ``import``: JSON lines round trips, redaction, OpenTelemetry."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tracestore.store.log import EventStore
+
+from clihelp import count_events, run
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "fixtures" / "seed003"
+CAPTURE = REPO / "fixtures" / "real" / "bedrock" / "nova-micro-text.bin"
+T8_OLD_DELTA = "The public desk opens Wednesday from 09:00 to 17:00 UTC. "
+
+
+@pytest.fixture
+def source_db(tmp_path: Path) -> Path:
+    db = tmp_path / "source.db"
+    assert run("replay", str(SEED), "--json", db=db)[0] == 0
+    code, _, err = run("ingest", str(CAPTURE), "--attempt", "nova", db=db)
+    assert code == 0, err
+    return db
+
+
+def rows(db: Path) -> list[dict]:
+    with EventStore(str(db)) as store:
+        return list(store.iter_rows())
+
+
+def blobs(db: Path, shas: list[str]) -> list[bytes | None]:
+    with EventStore(str(db)) as store:
+        return [store.get_blob(sha) for sha in shas]
+
+
+def export(db: Path, tmp_path: Path, *args: str, name: str = "out.jsonl") -> Path:
+    out = tmp_path / name
+    code, _, err = run("export", *args, "--out", str(out), db=db)
+    assert code == 0, err
+    return out
+
+
+def test_complete_export_imports_byte_for_byte(source_db: Path, tmp_path: Path) -> None:
+    out = export(source_db, tmp_path)
+    target = tmp_path / "target.db"
+    code, stdout, err = run("import", str(out), "--json", db=target)
+    assert code == 0, err
+    result = json.loads(stdout)
+    _, verify_src, _ = run("verify", "--json", db=source_db)
+    _, verify_dst, _ = run("verify", "--json", db=target)
+    assert json.loads(verify_dst) == json.loads(verify_src)
+    assert json.loads(verify_dst)["ok"] is True
+    assert result == {"events": len(rows(source_db)), "blobs": 1, "same_hashes": True,
+                      "head_hash": json.loads(verify_src)["head_hash"]}
+    assert rows(target) == rows(source_db)  # positions, ids, recorded-at, payload text, hash
+    capture = [json.loads(r["payload"])["sha256"] for r in rows(source_db)
+               if r["type"] == "capture.stored"]
+    assert blobs(target, capture) == blobs(source_db, capture) != [None]
+    _, before, _ = run("release", "nova", "--json", db=source_db)
+    _, after, _ = run("release", "nova", "--json", db=target)
+    assert json.loads(after) == json.loads(before)
+
+
+def test_trace_export_renumbers_and_relinks(source_db: Path, tmp_path: Path) -> None:
+    out = export(source_db, tmp_path, "--trace", "t8")
+    header = json.loads(out.read_text("utf-8").splitlines()[0])
+    assert header["trace_id"] == "t8" and header["complete"] is False
+    target = tmp_path / "target.db"
+    code, stdout, err = run("import", str(out), db=target)
+    assert code == 0, err
+    assert stdout.startswith("imported 24 events and 0 captures (positions renumbered, "
+                             "hash chain computed anew)")
+    assert json.loads(run("verify", "--json", db=target)[1])["ok"] is True
+    source = [r for r in rows(source_db) if r["trace_id"] == "t8"]
+    copied = rows(target)
+    assert [r["position"] for r in copied] == list(range(1, 25))
+    keep = ("id", "stream", "version", "type", "recorded_at", "payload")
+    assert [{k: r[k] for k in keep} for r in copied] == [{k: r[k] for k in keep} for r in source]
+    released = json.loads(run("release", "t8-new", "--json", db=target)[1])
+    assert (released["status"], released["reasons"], released["decided_at_position"]) == (
+        "released", ["normal_native_ending", "clean_drain", "semantic_accepted"], 17)
+
+
+def test_import_refuses_a_store_that_is_not_empty(source_db: Path, tmp_path: Path) -> None:
+    out = export(source_db, tmp_path, "--trace", "t7")
+    before = count_events(source_db)
+    code, _, stderr = run("import", str(out), "--json", db=source_db)
+    assert code == 3 and json.loads(stderr)["error"] == "store_not_empty"
+    assert count_events(source_db) == before
+
+
+def test_a_changed_export_is_refused_and_nothing_is_written(source_db: Path,
+                                                            tmp_path: Path) -> None:
+    out = export(source_db, tmp_path)
+    lines = out.read_text("utf-8").splitlines(keepends=True)
+    lines[5] = lines[5].replace("r-t7", "r-XX", 1) if "r-t7" in lines[5] else \
+        lines[5].replace('\\"type\\"', '\\"type\\" ', 1)
+    out.write_text("".join(lines), "utf-8")
+    target = tmp_path / "target.db"
+    code, _, stderr = run("import", str(out), "--json", db=target)
+    error = json.loads(stderr)
+    assert code == 2 and error["error"] == "export_hash_mismatch" and error["position"] == 5
+    assert count_events(target) == 0
+
+
+@pytest.mark.parametrize("content, code", [
+    ("", "invalid_export"),
+    ('{"format": "something-else"}\n', "invalid_export"),
+    ('{"format":"tracestore-jsonl","version":1,"complete":false}\n{"event":{"id":1}}\n',
+     "invalid_export"),
+    ('{"format":"tracestore-jsonl","version":1,"complete":false}\nnot json\n',
+     "invalid_export"),
+])
+def test_import_of_bad_files_is_bad_input(tmp_path: Path, content: str, code: str) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content, "utf-8")
+    target = tmp_path / "target.db"
+    exit_code, _, stderr = run("import", str(path), "--json", db=target)
+    assert exit_code == 2 and json.loads(stderr)["error"] == code
+    assert count_events(target) == 0
+
+
+def test_redacted_export_holds_no_model_text(source_db: Path, tmp_path: Path) -> None:
+    out = export(source_db, tmp_path, "--trace", "t8", "--redact", "text")
+    lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert lines[0]["redacted"] is True and lines[0]["complete"] is False
+    payloads = [json.loads(line["event"]["payload"]) for line in lines[1:]]
+    frames = [p for p in payloads if p["type"] == "frame.received"]
+    deltas = [f["native"]["contentBlockDelta"]["delta"]["text"] for f in frames
+              if "contentBlockDelta" in f["native"]]
+    import hashlib
+    assert deltas[0] == "sha256:" + hashlib.sha256(T8_OLD_DELTA.encode()).hexdigest()
+    assert all(d.startswith("sha256:") for d in deltas) and len(deltas) == 4
+    writes = [p for p in payloads if p["type"] == "destination.written"]
+    assert [w["text"].startswith("sha256:") for w in writes] == [
+        w["destination"] != "progress" for w in writes]
+    assert not any("blob" in line for line in lines)
+    target = tmp_path / "target.db"
+    assert run("import", str(out), db=target)[0] == 0
+    assert json.loads(run("verify", "--json", db=target)[1])["ok"] is True
+
+
+def otlp_spans(doc: dict) -> list[dict]:
+    return [span for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]
+            for span in ss["spans"]]
+
+
+def attributes(item: dict) -> dict:
+    def value(v: dict):
+        if "arrayValue" in v:
+            return [value(x) for x in v["arrayValue"].get("values", [])]
+        return next(iter(v.values()))
+    return {a["key"]: value(a["value"]) for a in item.get("attributes", [])}
+
+
+def test_otlp_file_has_one_span_per_attempt(source_db: Path, tmp_path: Path) -> None:
+    out = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", name="t8.json")
+    spans = otlp_spans(json.loads(out.read_text("utf-8")))
+    assert [attributes(s)["tracestore.attempt_id"] for s in spans] == ["t8-old", "t8-new"]
+    old, new = spans
+    assert old["traceId"] == new["traceId"] and len(old["traceId"]) == 32
+    assert len(old["spanId"]) == 16 and old["spanId"] != new["spanId"]
+    assert new["links"][0]["spanId"] == old["spanId"]
+    a = attributes(new)
+    assert (a["gen_ai.operation.name"], a["gen_ai.provider.name"],
+            a["gen_ai.response.finish_reasons"], a["gen_ai.usage.input_tokens"],
+            a["gen_ai.usage.output_tokens"]) == ("chat", "aws.bedrock", ["end_turn"], "30", "20")
+    assert (a["tracestore.release.status"], a["tracestore.release.reasons"]) == (
+        "released", ["normal_native_ending", "clean_drain", "semantic_accepted"])
+    assert [e["name"] for e in old["events"]] == [
+        "tracestore.destination_write", "tracestore.frame", "tracestore.frame",
+        "tracestore.local_stop", "tracestore.release_decision", "tracestore.frame",
+        "tracestore.frame"]
+    assert attributes(old["events"][2])["tracestore.text"] == [T8_OLD_DELTA]
+    assert [e["name"] for e in new["events"]].count("tracestore.drain") == 1
+    # The same log exports the same bytes.
+    again = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", name="again.json")
+    assert again.read_bytes() == out.read_bytes()
+
+
+def test_otlp_redaction(source_db: Path, tmp_path: Path) -> None:
+    out = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", "--redact", "text",
+                 name="t8.json")
+    text = out.read_text("utf-8")
+    assert "Wednesday from 09:00 to 17:00 UTC. \"" not in text
+    old = otlp_spans(json.loads(text))[0]
+    import hashlib
+    assert attributes(old["events"][2])["tracestore.text"] == [
+        "sha256:" + hashlib.sha256(T8_OLD_DELTA.encode()).hexdigest()]
+    assert T8_OLD_DELTA not in attributes(old["events"][2])["tracestore.native"]
+
+
+class Collector:
+    """An OTLP/HTTP receiver stub on 127.0.0.1, an ephemeral port, for one test."""
+
+    def __init__(self, status: int = 200) -> None:
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+            ExportTraceServiceRequest, ExportTraceServiceResponse,
+        )
+
+        received = self.received = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append((self.path, self.headers["Content-Type"],
+                                 ExportTraceServiceRequest.FromString(body)))
+                reply = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.timeout = 5
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> "Collector":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+def test_otlp_http_reaches_a_collector(source_db: Path) -> None:
+    with Collector() as collector:
+        code, stdout, err = run("export", "--format", "otlp", "--trace", "t8-buggy-app",
+                                "--endpoint", collector.url, "--json", db=source_db)
+    assert code == 0, err
+    assert json.loads(stdout) == {"format": "otlp", "spans": 2, "to": collector.url}
+    [(path, content_type, request)] = collector.received
+    assert (path, content_type) == ("/v1/traces", "application/x-protobuf")
+    spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    ids = [next(a.value.string_value for a in s.attributes
+                if a.key == "tracestore.attempt_id") for s in spans]
+    assert ids == ["t8b-old", "t8b-new"]
+
+
+def test_otlp_http_refusal_is_reported(source_db: Path) -> None:
+    with Collector(status=400) as collector:
+        code, _, stderr = run("export", "--format", "otlp", "--trace", "t7", "--endpoint",
+                              collector.url, "--json", db=source_db)
+    assert code == 1 and json.loads(stderr)["error"] == "export_failed"
+
+
+def test_export_option_errors(source_db: Path, tmp_path: Path) -> None:
+    code, _, stderr = run("export", "--trace", "nope", "--json", db=source_db)
+    assert code == 4 and json.loads(stderr)["error"] == "not_found"
+    assert str(source_db) in json.loads(stderr)["message"]
+    code, _, stderr = run("export", "--endpoint", "http://127.0.0.1:9/v1/traces", "--json",
+                          db=source_db)
+    assert code == 2 and json.loads(stderr)["error"] == "invalid_option"
+
+
+def test_export_to_stdout_then_import_from_stdin(source_db: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tracestore.cli import app
+
+    code, stdout, _ = run("export", "--trace", "t7", db=source_db)
+    assert code == 0 and stdout.startswith('{"format":"tracestore-jsonl"')
+    target = tmp_path / "target.db"
+    result = CliRunner().invoke(app, ["import", "-", "--db", str(target)], input=stdout)
+    assert result.exit_code == 0, result.output
+    assert count_events(target) == len(stdout.splitlines()) - 1

@@ -1,0 +1,145 @@
+"""``tracestore export`` and ``tracestore import``: the log for other tools, and back.
+
+Thin: read rows or events from the store, hand them to ``tracestore.export`` (JSON lines,
+OpenTelemetry), write the result atomically or post it.  Heavy imports (the store, the
+OpenTelemetry SDK) happen inside the commands.
+"""
+
+from __future__ import annotations
+
+import enum
+import io
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tracestore.cli.common import (
+    DbOption, JsonOption, app, emit_json, err_console, handles_errors, open_store, term_text,
+)
+from tracestore.errors import InputError, NotFound, TracestoreError
+
+
+class ExportFormat(str, enum.Enum):
+    jsonl = "jsonl"
+    otlp = "otlp"
+
+
+class Redaction(str, enum.Enum):
+    text = "text"
+
+
+@app.command()
+@handles_errors
+def export(
+    fmt: Annotated[ExportFormat, typer.Option(
+        "--format", help="jsonl: every event as stored (import reads it back); "
+                         "otlp: OpenTelemetry spans, one per attempt.")] = ExportFormat.jsonl,
+    trace: Annotated[Optional[str], typer.Option(
+        "--trace", metavar="TRACE", show_default=False, help="Only this trace.")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        "--out", metavar="FILE", show_default=False,
+        help="Write to FILE (atomically) instead of standard output.")] = None,
+    endpoint: Annotated[Optional[str], typer.Option(
+        "--endpoint", metavar="URL", show_default=False,
+        help="With --format otlp: post the spans to this OTLP/HTTP traces URL "
+             "(for example http://127.0.0.1:4318/v1/traces).")] = None,
+    redact: Annotated[Optional[Redaction], typer.Option(
+        "--redact", show_default=False,
+        help="text: replace model text with its sha256 (raw captures are left out).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Export events as JSON lines (lossless) or as OpenTelemetry spans."""
+    import tracestore
+
+    if endpoint is not None and (fmt is not ExportFormat.otlp or out is not None):
+        raise InputError("--endpoint sends OTLP spans: use it with --format otlp and "
+                         "without --out", code="invalid_option")
+    with open_store(db) as store:
+        if trace is not None and trace not in store.trace_ids():
+            raise NotFound(f"no trace {trace!r} in {store.url}", trace_id=trace)
+        if fmt is ExportFormat.jsonl:
+            from tracestore.export.jsonl import export_lines
+
+            lines = export_lines(store.iter_rows(trace_id=trace), trace_id=trace,
+                                 redact=redact is not None, get_blob=store.get_blob,
+                                 tracestore_version=tracestore.__version__)
+            count = _write(lines, out)
+        else:
+            from tracestore.export.otlp import build_spans, otlp_json_lines, send_otlp_http
+
+            events = list(store.iter_events(trace_id=trace))
+            spans = build_spans(events, redact=redact is not None)
+            if endpoint is not None:
+                if not send_otlp_http(spans, endpoint):
+                    raise TracestoreError(f"the OTLP endpoint {endpoint} did not accept "
+                                          f"the {len(spans)} spans", code="export_failed")
+            else:
+                _write([otlp_json_lines(spans)], out)
+            count = len(spans)
+    what = "lines" if fmt is ExportFormat.jsonl else "spans"
+    where = endpoint or (str(out) if out is not None else None)
+    if as_json and where is not None:
+        emit_json({"format": fmt.value, what: count, "to": where})
+    elif where is not None:
+        err_console.print(term_text(f"exported {count} {what} to {where}"))
+
+
+def _write(chunks: object, out: Optional[Path]) -> int:
+    """Lines to ``out`` (atomically) or standard output; the number of lines written."""
+    count = 0
+    if out is None:
+        for chunk in chunks:  # type: ignore[attr-defined]
+            sys.stdout.write(chunk)
+            count += chunk.count("\n")
+        return count
+    from tracestore.cli.files import atomic_writer
+
+    with atomic_writer(out) as handle:
+        for chunk in chunks:  # type: ignore[attr-defined]
+            handle.write(chunk.encode("utf-8"))
+            count += chunk.count("\n")
+    return count
+
+
+@app.command(name="import")
+@handles_errors
+def import_(
+    file: Annotated[Path, typer.Argument(
+        metavar="FILE", help="A tracestore export (export --format jsonl); - reads "
+                             "standard input.")],
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Load a JSON lines export into an empty store (verify passes afterwards).
+
+    A complete export comes back byte for byte, same hashes included; a --trace or
+    --redact export gets new positions and a new hash chain.
+    """
+    from tracestore.export.jsonl import read_export
+
+    if str(file) == "-":
+        handle = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+    elif not file.is_file():
+        raise InputError(f"{file} does not exist or is not a file", code="file_not_found",
+                         path=str(file))
+    else:
+        handle = file.open(encoding="utf-8")
+    with handle, open_store(db) as store:
+        try:
+            parsed = read_export(handle, str(file))
+            same = bool(parsed.header.get("complete"))
+            count, head = store.import_rows(parsed.rows, parsed.blobs, same_hashes=same)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{file} is not UTF-8 text", code="invalid_export") from exc
+    result = {"events": count, "blobs": len(parsed.blobs), "same_hashes": same,
+              "head_hash": head}
+    if as_json:
+        emit_json(result)
+        return
+    chain = ("same hashes as the source store" if same
+             else "positions renumbered, hash chain computed anew")
+    sys.stdout.write(f"imported {count} events and {len(parsed.blobs)} captures "
+                     f"({chain}); head {head[:16]}\n")
