@@ -89,6 +89,8 @@ class AuditReport:
 class _Judged:
     view: AttemptView
     decision: ReleaseDecision
+    findings: tuple[Any, ...] = ()
+    "Violations the judge found itself (an agent run's admission disagreements)."
 
 
 def _judge_all(events: Sequence[StoredEvent], trace_id: str | None) -> dict[str, _Judged]:
@@ -106,7 +108,7 @@ def _judge_all(events: Sequence[StoredEvent], trace_id: str | None) -> dict[str,
         judge = ReleaseJudge.for_attempt(mine, attempt_id)
         for stored in mine:
             judge.feed(stored)
-        judged[attempt_id] = _Judged(judge.view(), judge.decision())
+        judged[attempt_id] = _Judged(judge.view(), judge.decision(), judge.findings())
     return judged
 
 
@@ -128,7 +130,8 @@ def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> Audi
         progress = tuple(_entry(p, w) for p, w in mine if w.destination == "progress")
         report.append(AttemptDestinations(attempt_id, j.view.trace_id, dests, progress,
                                           j.decision))
-    return AuditReport(tuple(report), tuple(_violations(writes, judged)))
+    found = _violations(writes, judged) + [f for j in judged.values() for f in j.findings]
+    return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)))
 
 
 def _entry(position: int, write: DestinationWritten) -> DestinationEntry:

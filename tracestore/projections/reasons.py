@@ -24,9 +24,10 @@ LIMITED: Final = "limited"
 FAILED: Final = "failed"
 REJECTED: Final = "rejected"
 HELD: Final = "held"
+INCOMPLETE: Final = "incomplete"
 
 STATUSES: Final = (RELEASED, PENDING, STOPPED, SUPERSEDED, INTERRUPTED, LIMITED, FAILED,
-                   REJECTED, HELD)
+                   REJECTED, HELD, INCOMPLETE)
 
 # --- reasons: why an attempt was released -----------------------------------------------
 NORMAL_NATIVE_ENDING: Final = "normal_native_ending"
@@ -64,6 +65,18 @@ METADATA_MISSING: Final = "metadata_missing"
 NO_PROFILE: Final = "no_profile"
 EMPTY_ANSWER: Final = "empty_answer"
 INLINE_REASONING_TEXT: Final = "inline_reasoning_text"
+
+# --- agent runs (seed 001, tracestore/agent): reasons ----------------------------------
+AWAITING_RUN_FINISH: Final = "awaiting_run_finish"
+ADMISSION_AGREES: Final = "admission_agrees"
+RUN_FAILED: Final = "run_failed"
+# seed 001's own codes (run reasons, refusal codes, findings) are release reasons and audit
+# violations too; they are defined, described and documented once, in tracestore.agent.codes.
+from tracestore.agent.codes import (  # noqa: E402
+    ADMISSION_DISAGREEMENT, CITATION_CONTRACT_PASSED, DEADLINE, MODEL_CALL_LIMIT,
+    MODEL_STOPPED, READ_OR_BYTE_LIMIT, SEARCH_LIMIT,
+)
+from tracestore.agent.codes import DESCRIPTIONS as _AGENT_DESCRIPTIONS  # noqa: E402
 
 # --- notes: facts worth a reviewer's eye that do not change the decision ---------------
 METADATA_ABSENT: Final = "metadata_absent"
@@ -148,4 +161,13 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     SHOWN_BEFORE_RELEASE: "An answer destination was written before the release position.",
     ANSWER_MISMATCH: "A destination holds text other than the released answer.",
     PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
+    # agent runs
+    INCOMPLETE: "An agent run ended without an answer: the model stopped, or a limit or the "
+                "deadline was reached.",
+    AWAITING_RUN_FINISH: "The agent run has not finished yet (no run.finished event).",
+    ADMISSION_AGREES: "Re-derived admission agrees with every verdict, the outcome, the usage "
+                      "and the citations the run recorded.",
+    RUN_FAILED: "The agent run failed; the next reason is seed 001's code.",
+    # seed 001's codes (tracestore.agent.codes): run reasons, refusals, findings
+    **_AGENT_DESCRIPTIONS,
 }

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracestore.agent.codes import AGENT_API
 from tracestore.events import AttemptStarted, StoredEvent, TaskRule, TraceOpened
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
@@ -138,7 +139,15 @@ class ReleaseJudge:
     @classmethod
     def for_attempt(cls, events: Sequence[StoredEvent], attempt_id: str) -> ReleaseJudge:
         fold, trace = start_fold(events, attempt_id)
+        if fold.started.api == AGENT_API:  # an agent run: no stream, seed 001's conditions
+            from tracestore.agent.release import AgentReleaseJudge
+
+            return AgentReleaseJudge(fold, trace)
         return cls(fold, trace)
+
+    def findings(self) -> tuple[Any, ...]:
+        """Audit violations the judge itself found (agent runs: admission disagreements)."""
+        return ()
 
     @property
     def decided(self) -> bool:

@@ -1,0 +1,74 @@
+"""Mutated trials (one fact changed each) are caught with the right code, never released,
+and audited with positions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent_mutations import MUTATIONS, OUT, build
+from agenthelp import events_of, report, run_of
+from clihelp import run
+from tracestore.projections import decide_release
+from tracestore.projections import reasons as R
+from tracestore.projections.destinations import audit
+
+NAMES = list(MUTATIONS)
+
+
+def _load(name: str) -> dict:
+    return json.loads((OUT / f"{name}.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_fixture_is_its_trial_with_the_stated_change(name: str) -> None:
+    assert _load(name) == build(report())[name]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_rederivation_reaches_the_stated_outcome(name: str) -> None:
+    value = _load(name)
+    expected = value["mutation"]["expected"]
+    recorded, admission = run_of(value)
+    assert recorded.finished.status == json.loads(
+        Path(OUT / f"{name}.json").read_text())["result"]["status"]
+    assert (admission.status, admission.reason) == (expected["status"], expected["reason"])
+    assert [[v.index, v.code] for v in admission.verdicts if v.stage == "refused"] == \
+        expected["refused"]
+    assert [f.code for f in admission.findings] == expected["findings"]
+    assert all(f.position is not None for f in admission.findings)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_disagreeing_run_is_never_released_and_audited(name: str) -> None:
+    value = _load(name)
+    events = events_of(value)
+    decision = decide_release(events, value["id"])
+    assert (decision.status, decision.reasons, decision.eligible, decision.answer) == (
+        R.HELD, (R.ADMISSION_DISAGREEMENT,), False, None)
+    finished = next(e.position for e in events if e.type == "run.finished")
+    assert decision.decided_at_position == finished
+    violations = audit(events).violations
+    findings = run_of(value)[1].findings
+    assert [(v.code, v.position) for v in violations] == sorted(
+        ((f.code, f.position) for f in findings), key=lambda cp: cp[1])
+    assert sorted(v.code for v in violations) == sorted(value["mutation"]["expected"]["findings"])
+    assert {v.destination for v in violations} == {"admission"}
+
+
+def test_cli_audit_reports_the_unissued_read_with_positions(db_file: Path) -> None:
+    assert run("ingest", str(OUT / "unissued-read.json"), db=db_file)[0] == 0
+    code, out, _ = run("audit", "--json", db=db_file)
+    violations = json.loads(out)["violations"]
+    assert code == 0
+    assert [(v["code"], v["position"]) for v in violations] == [
+        ("admission_disagreement", 11), ("unadmitted_observation", 12),
+        ("admission_disagreement", 15), ("outcome_disagreement", 16),
+        ("usage_disagreement", 16)]
+    assert violations[0]["message"] == (
+        "decision 1 (read) recorded admitted; re-derived refused unissued_source")
+    assert run("audit", "--strict", db=db_file)[0] == 1
+    code, out, _ = run("release", "overwrite-agent-1--unissued-read", "--json", db=db_file)
+    assert json.loads(out)["status"] == "held"

@@ -1,0 +1,102 @@
+"""Release of agent answers composes with seed 003: answered + citation contract + agreeing
+admission + semantic rule; stop, limit and failure return no answer."""
+
+from __future__ import annotations
+
+import pytest
+
+from agenthelp import events_of, report, trial
+from tracestore.agent.ingest import simulate
+from tracestore.events import AttemptStarted, LocalStopped, NewEvent, attempt_stream
+from tracestore.projections import decide_release
+from tracestore.projections import reasons as R
+from tracestore.projections.destinations import audit
+
+OVERWRITE = "In Python 3.12, Path.write_text overwrites an existing file."
+RELEASED = (R.CITATION_CONTRACT_PASSED, R.ADMISSION_AGREES, R.SEMANTIC_ACCEPTED)
+EXPECTED = {
+    "overwrite-fixed-1": (R.RELEASED, RELEASED),
+    "overwrite-agent-1": (R.RELEASED, RELEASED),
+    "serialize-and-save-fixed-1": (R.RELEASED, RELEASED),
+    "serialize-and-save-agent-1": (R.RELEASED, RELEASED),
+    "newline-version-fixed-1": (R.INCOMPLETE, (R.MODEL_STOPPED,)),
+    "newline-version-agent-1": (R.FAILED, (R.RUN_FAILED, "duplicate_query")),
+    "unsupported-fixed-1": (R.HELD, (R.NO_SEMANTIC_RULE,)),
+    "unsupported-agent-1": (R.HELD, (R.NO_SEMANTIC_RULE,)),
+    "overwrite-fixed-2": (R.RELEASED, RELEASED),
+    "overwrite-agent-2": (R.RELEASED, RELEASED),
+    "serialize-and-save-fixed-2": (R.RELEASED, RELEASED),
+    "serialize-and-save-agent-2": (R.RELEASED, RELEASED),
+    "newline-version-fixed-2": (R.INCOMPLETE, (R.MODEL_STOPPED,)),
+    "newline-version-agent-2": (R.INCOMPLETE, (R.MODEL_STOPPED,)),
+    "unsupported-fixed-2": (R.HELD, (R.NO_SEMANTIC_RULE,)),
+    "unsupported-agent-2": (R.HELD, (R.NO_SEMANTIC_RULE,)),
+}
+
+
+@pytest.fixture(scope="module")
+def all_events() -> list:
+    return events_of(report())
+
+
+@pytest.mark.parametrize("trial_id", list(EXPECTED))
+def test_each_recorded_trial_release(all_events: list, trial_id: str) -> None:
+    d = decide_release(all_events, trial_id)
+    status, reasons = EXPECTED[trial_id]
+    assert (d.status, d.reasons) == (status, reasons)
+    finished = next(e.position for e in all_events
+                    if e.type == "run.finished" and e.attempt_id == trial_id)
+    assert d.decided_at_position == finished
+    if status == R.RELEASED:
+        assert d.answer == trial(trial_id)["result"]["answer"]
+    else:
+        assert d.answer is None and not d.eligible
+
+
+def test_the_whole_report_audits_clean(all_events: list) -> None:
+    assert audit(all_events).violations == ()
+
+
+def test_without_cases_no_answer_is_accepted() -> None:
+    events = events_of(trial("overwrite-agent-1"), with_cases=False)
+    d = decide_release(events, "overwrite-agent-1")
+    assert (d.status, d.reasons, d.answer) == (R.HELD, (R.NO_SEMANTIC_RULE,), None)
+
+
+def test_pending_until_the_run_finishes() -> None:
+    events = events_of(trial("overwrite-agent-1"))
+    finished = next(e.position for e in events if e.type == "run.finished")
+    d = decide_release(events, "overwrite-agent-1", upto=finished - 1)
+    assert (d.status, d.reasons, d.decided_at_position) == (
+        R.PENDING, (R.AWAITING_RUN_FINISH,), None)
+    assert decide_release(events, "overwrite-agent-1", upto=finished).answer == OVERWRITE
+
+
+def _with(events: list, extra: object, before_type: str) -> list:
+    """The run's planned events with one more inserted before the first ``before_type``."""
+    news = [NewEvent(e.stream, e.event, id=e.id, trace_id=e.trace_id) for e in events]
+    at = next(i for i, e in enumerate(events) if e.type == before_type)
+    stream = attempt_stream(getattr(extra, "attempt_id", "x"))
+    news.insert(at, NewEvent(stream, extra, trace_id=events[0].trace_id))
+    return simulate(news)
+
+
+def test_a_local_stop_before_the_finish_stops_it() -> None:
+    events = _with(events_of(trial("overwrite-agent-1")),
+                   LocalStopped(attempt_id="overwrite-agent-1", by="user"), "run.finished")
+    d = decide_release(events, "overwrite-agent-1")
+    assert (d.status, d.reasons, d.answer) == (R.STOPPED, (R.LOCAL_STOP_BEFORE_RELEASE,), None)
+
+
+def test_a_newer_attempt_supersedes_it() -> None:
+    newer = AttemptStarted(attempt_id="retry", trace_id="overwrite-agent-1", api="agent-run")
+    events = _with(events_of(trial("overwrite-agent-1")), newer, "run.finished")
+    d = decide_release(events, "overwrite-agent-1")
+    assert (d.status, d.reasons) == (R.SUPERSEDED, (R.SUPERSEDED_BY_NEWER_ATTEMPT,))
+
+
+def test_a_rule_that_rejects_the_answer() -> None:
+    value = trial("overwrite-agent-1")
+    value["case_id"] = "serialize-and-save"  # judged by another case's patterns
+    d = decide_release(events_of(value), "overwrite-agent-1")
+    assert (d.status, d.reasons, d.answer) == (R.REJECTED, (R.SEMANTIC_REJECTED,), None)
