@@ -1,7 +1,9 @@
 """Destinations and audit: which destination holds which answer, and what broke the policy.
 
 Policy (seed 003): before release only the fixed progress text may be shown; on release the
-answer goes to the UI, ONE history entry, export and copy — once.  ``destination.written``
+answer goes to the UI, ONE history entry, export and copy — once.  History holds one answer
+per turn (trace): a retry released after the turn's answer was already released replaces
+that entry (its history write is the replacement, not a second entry).  ``destination.written``
 events record every write, whether the replay harness made it by following the policy or a
 real application's log was recorded (``source="application"``).  The audit compares those
 writes with the release decisions recomputed from the same log, so a buggy application
@@ -141,7 +143,8 @@ def _entry(position: int, write: DestinationWritten) -> DestinationEntry:
 def _violations(writes: list[tuple[int, DestinationWritten]],
                 judged: Mapping[str, _Judged]) -> list[Violation]:
     found: list[Violation] = []
-    seen: Counter[tuple[str, str]] = Counter()  # (attempt or trace, destination) → writes
+    seen: Counter[tuple[str, str]] = Counter()  # (attempt, destination) → writes
+    history: dict[str, str] = {}  # trace → the attempt whose answer its history entry holds
     for position, write in writes:
         j = judged[write.attempt_id]
 
@@ -155,14 +158,33 @@ def _violations(writes: list[tuple[int, DestinationWritten]],
             continue
         _check_release(j.decision, position, write, flag)
         _check_old_text(j, judged, write.text, flag)
-        key = (j.view.trace_id if write.destination == "history" else write.attempt_id,
-               write.destination)
-        seen[key] += 1
-        if seen[key] > 1:
-            code = (R.DUPLICATE_HISTORY_ENTRY if write.destination == "history"
-                    else R.REPEATED_DESTINATION_WRITE)
-            flag(code, f"write #{seen[key]} to {write.destination}")
+        if write.destination == "history":
+            owner = history.get(j.view.trace_id)
+            if owner is not None and not _replaces(j, judged[owner]):
+                flag(R.DUPLICATE_HISTORY_ENTRY,
+                     f"the trace's history already holds the entry of {owner!r}")
+            else:
+                history[j.view.trace_id] = write.attempt_id
+            continue
+        seen[(write.attempt_id, write.destination)] += 1
+        if seen[(write.attempt_id, write.destination)] > 1:
+            flag(R.REPEATED_DESTINATION_WRITE,
+                 f"write #{seen[(write.attempt_id, write.destination)]} to {write.destination}")
     return found
+
+
+def _replaces(newer: _Judged, owner: _Judged) -> bool:
+    """Whether ``newer``'s history write replaces ``owner``'s entry (one answer per turn).
+
+    Only a released retry opened after the owner's answer was released replaces it: the
+    user asked again for an answer they had already been given, and history keeps the newest
+    answer of the turn.  A second write by the same attempt, or by an attempt that was
+    never released, stays a duplicate.
+    """
+    released_at = owner.decision.decided_at_position
+    return (newer.view.attempt_id != owner.view.attempt_id and newer.decision.eligible
+            and owner.decision.eligible and released_at is not None
+            and newer.view.started_at > released_at)
 
 
 def _check_release(decision: ReleaseDecision, position: int, write: DestinationWritten,

@@ -154,7 +154,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     # violations
     INELIGIBLE_TEXT_IN_DESTINATION: "A destination holds text of an attempt that was not "
                                     "released.",
-    DUPLICATE_HISTORY_ENTRY: "A second history entry for the same trace.",
+    DUPLICATE_HISTORY_ENTRY: "A second history entry for the same trace (turn); only a retry "
+                             "released after the turn's answer was released may replace it.",
     REPEATED_DESTINATION_WRITE: "A destination (ui, export, copy) written twice for one attempt.",
     OLD_ATTEMPT_TEXT_IN_ANSWER: "Text of an older attempt appears in a newer attempt's "
                                 "destination.",
