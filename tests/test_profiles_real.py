@@ -16,8 +16,8 @@ REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 runner = CliRunner()
 
 
-def test_every_provider_but_app_frames_has_a_default_profile() -> None:
-    assert set(DEFAULT_PROFILE_FOR_API) == set(PROVIDER_NAMES) - {"app-frames"}
+def test_every_provider_has_a_default_profile() -> None:
+    assert set(DEFAULT_PROFILE_FOR_API) == set(PROVIDER_NAMES)
     assert all(PROFILES[name].api == api for api, name in DEFAULT_PROFILE_FOR_API.items())
 
 

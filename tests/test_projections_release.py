@@ -20,7 +20,7 @@ from tracestore.events import (
 )
 from tracestore.projections import PROFILES, decide_release, project_attempt
 from tracestore.projections import reasons as R
-from tracestore.projections.profiles import BEDROCK_CONVERSE_TEXT
+from tracestore.projections.profiles import DEFAULT_PROFILE_FOR_API, BEDROCK_CONVERSE_TEXT
 from tracestore.replay import parse_scenario, preview_replay
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -233,7 +233,9 @@ def test_no_rule_holds_at_the_drain() -> None:
                                                                       (R.NO_SEMANTIC_RULE,))
 
 
-def test_api_without_profile_is_held_at_start() -> None:
+def test_api_without_profile_is_held_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every provider has a profile now (app-frames got seed 000's); take one away.
+    monkeypatch.delitem(DEFAULT_PROFILE_FOR_API, "app-frames")
     events = run({"frames": []}, api="app-frames")
     d = decide_release(events, "a")
     assert (d.status, d.reasons) == (R.HELD, (R.NO_PROFILE,))

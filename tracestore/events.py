@@ -253,6 +253,43 @@ class RunGraded(_Event):
     by: str = "recorded"
 
 
+class ContractBound(_Event):
+    """The output contract a trace's structured answers are judged by (seeds 000 and 004)."""
+
+    type: Literal["contract.bound"] = "contract.bound"
+    trace_id: str
+    name: str
+    "The contract's own name (``seed004-faq``)."
+    contract: dict[str, Any]
+    "The contract document exactly as given; judges rebuild its validators from it."
+    sha256: str
+    "sha256 of the document's canonical JSON."
+
+
+class RequestBound(_Event):
+    """The request a trace's attempts answer: seed 000's binding (messages, request hash,
+    schema, corpus identity, selected context)."""
+
+    type: Literal["request.bound"] = "request.bound"
+    trace_id: str
+    binding: dict[str, Any]
+    sha256: str
+    "Seed 000's digest of the binding; every application frame must carry it."
+
+
+class FrameRejected(_Event):
+    """A frame that could not be read; the frames before it stay recorded and judged."""
+
+    type: Literal["frame.rejected"] = "frame.rejected"
+    attempt_id: str
+    code: str
+    "Why: ``invalid_frame_json`` …"
+    offset: int | None = None
+    "Byte offset of the rejected frame in the stored capture."
+    index: int | None = None
+    detail: str | None = None
+
+
 class ReviewFieldSet(_Event):
     type: Literal["review.field_set"] = "review.field_set"
     attempt_id: str
@@ -276,6 +313,7 @@ Event = Annotated[
         TransportDrained, SemanticJudged, ReleaseDecided, DestinationWritten, ModelDecision,
         ReviewFieldSet, ReviewApproved, RunOpened, ModelCalled, ToolObserved, RunFinished,
         RunGraded,
+        ContractBound, RequestBound, FrameRejected,
     ],
     Field(discriminator="type"),
 ]
@@ -286,6 +324,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "transport.drained", "semantic.judged", "release.decided", "destination.written",
     "model.decision", "review.field_set", "review.approved",
     "run.opened", "model.called", "tool.observed", "run.finished", "run.graded",
+    "contract.bound", "request.bound", "frame.rejected",
 )
 
 SCHEMA_VERSIONS: dict[str, int] = {name: 1 for name in EVENT_TYPES}

@@ -24,9 +24,12 @@ from tracestore.errors import InputError, WireError
 from tracestore.events import (
     AttemptStarted,
     CaptureStored,
+    ContractBound,
     FrameReceived,
+    FrameRejected,
     LocalStopped,
     NewEvent,
+    RequestBound,
     TaskRule,
     TraceOpened,
     TransportDrained,
@@ -70,7 +73,37 @@ def event_id(attempt: str, sha256: str, part: str, index: int = 0) -> str:
     return f"{prefix[:20]}{_PARTS[part]}{index:011x}"
 
 
-_PARTS = {"trace": "0", "started": "1", "capture": "2", "body": "3"}
+_PARTS = {"trace": "0", "started": "1", "capture": "2", "body": "3", "contract": "4",
+          "binding": "5"}
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """What ``--contract`` and ``--binding`` bind the trace to (both optional)."""
+
+    contract: Any = None
+    "A loaded ``tracestore.contracts.model.Contract``."
+    binding: dict[str, Any] | None = None
+
+
+def binding_events(trace: str, bindings: Bindings | None) -> list[tuple[str, str, Any]]:
+    """``contract.bound`` / ``request.bound`` for the trace stream, with stable ids (the same
+    contract or binding given again is a no-op; a different one is refused at append)."""
+    from tracestore.contracts.binding import binding_digest
+
+    out: list[tuple[str, str, Any]] = []
+    if bindings is None:
+        return out
+    if bindings.contract is not None:
+        c = bindings.contract
+        out.append((trace_stream(trace), event_id(trace, c.sha256, "contract"),
+                    ContractBound(trace_id=trace, name=c.name, contract=c.source,
+                                  sha256=c.sha256)))
+    if bindings.binding is not None:
+        digest = binding_digest(bindings.binding)
+        out.append((trace_stream(trace), event_id(trace, digest, "binding"),
+                    RequestBound(trace_id=trace, binding=bindings.binding, sha256=digest)))
+    return out
 
 
 def default_attempt_id(filename: str | None, sha256: str) -> str:
@@ -131,7 +164,8 @@ def _opt_str(value: Any) -> str | None:
 
 def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
                     filename: str | None, attempt_id: str | None, trace_id: str | None,
-                    api: str, task: TaskRule | None = None) -> IngestPlan:
+                    api: str, task: TaskRule | None = None,
+                    bindings: Bindings | None = None) -> IngestPlan:
     """Plan the events for a decoded projection: ``frames`` are (offset, length, element)."""
     elements = [element for _, _, element in frames]
     for index, element in enumerate(elements):
@@ -163,18 +197,20 @@ def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
                                   capture_sha256=sha, offset=offset, length=length)
         body.append(event)
     events = _envelope(attempt, trace, api, sha, len(data), "projection", filename, task,
-                       origin="synthetic projection", body=body)
+                       origin="synthetic projection", body=body, bindings=bindings)
     return IngestPlan(attempt, trace, api, "projection", "json-array", sha, events, data,
                       len(frames), drain)
 
 
 def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: str,
               filename: str | None, task: TaskRule | None, *, origin: str,
-              body: Sequence[Any]) -> list[NewEvent]:
-    """trace.opened, attempt.started, capture.stored, then the body, with stable ids."""
+              body: Sequence[Any], bindings: Bindings | None = None) -> list[NewEvent]:
+    """trace.opened (then contract/request bindings), attempt.started, capture.stored, then
+    the body, with stable ids."""
     head: list[tuple[str, str, Any]] = [
         (trace_stream(trace), event_id(trace, "", "trace"),
          TraceOpened(trace_id=trace, task=task, origin=origin)),
+        *binding_events(trace, bindings),
         (attempt_stream(attempt), event_id(attempt, sha, "started"),
          AttemptStarted(attempt_id=attempt, trace_id=trace, api=api, reader="ingest")),
         (attempt_stream(attempt), event_id(attempt, sha, "capture"),
@@ -190,7 +226,8 @@ def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: 
 # -- captures ---------------------------------------------------------------------------
 
 def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id: str | None,
-                 trace_id: str | None, task: TaskRule | None = None) -> IngestPlan:
+                 trace_id: str | None, task: TaskRule | None = None,
+                 bindings: Bindings | None = None) -> IngestPlan:
     """Plan the events for a decoded capture (a ``providers.capture.CaptureReading``)."""
     sha = hashlib.sha256(data).hexdigest()
     attempt = attempt_id or default_attempt_id(filename, sha)
@@ -202,11 +239,15 @@ def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id:
                       capture_sha256=sha, offset=frame.offset, length=frame.length)
         for frame in reading.frames
     ]
+    failure = getattr(reading, "failure", None)
+    if failure is not None:  # a frame that could not be read: recorded, and reading stops
+        body.append(FrameRejected(attempt_id=attempt, code=failure.code, offset=failure.offset,
+                                  index=len(reading.frames), detail=failure.message))
     drain, detail = capture_drain(reading)
     body.append(TransportDrained(attempt_id=attempt, outcome=drain, detail=detail,
                                  reader="ingest"))
     events = _envelope(attempt, trace, reading.provider, sha, len(data), reading.framing,
-                       filename, task, origin="framed capture", body=body)
+                       filename, task, origin="framed capture", body=body, bindings=bindings)
     return IngestPlan(attempt, trace, reading.provider, "capture", reading.framing, sha,
                       events, data, len(reading.frames), drain)
 
@@ -233,7 +274,8 @@ def capture_drain(reading: Any) -> tuple[str, str | None]:
 def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | None = None,
                 trace_id: str | None = None, provider: str = "auto",
                 chunk_size: int | None = None, task: TaskRule | None = None,
-                progress: Callable[[int], None] | None = None) -> IngestPlan:
+                progress: Callable[[int], None] | None = None,
+                bindings: Bindings | None = None) -> IngestPlan:
     """Decide whether ``data`` is a projection or a capture, and plan its events.
 
     ``progress`` hears how many bytes of a capture have been decoded (for progress bars).
@@ -249,11 +291,11 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
                             code=truncation.code, offset=truncation.offset)
         parsed = [(f.offset, f.length, strict_loads(f.text, offset=f.offset)) for f in frames]
         return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
-                               trace_id=trace_id, api=provider, task=task)
+                               trace_id=trace_id, api=provider, task=task, bindings=bindings)
     reading = read_capture(data, provider=provider, framing=framing, filename=filename,
-                           chunk_size=chunk_size, progress=progress)
+                           chunk_size=chunk_size, progress=progress, keep_partial=True)
     return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,
-                        trace_id=trace_id, task=task)
+                        trace_id=trace_id, task=task, bindings=bindings)
 
 
 def _first_element_is_projection(data: bytes, piece: int = 64 * 1024) -> bool:

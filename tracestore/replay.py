@@ -21,10 +21,12 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
+from tracestore.contracts.binding import binding_digest, context_of
+from tracestore.contracts.model import load_contract
 from tracestore.errors import InputError
 from tracestore.events import (
-    AttemptStarted, Destination, DestinationWritten, DrainOutcome, FrameReceived, LocalStopped,
-    NewEvent, ReleaseDecided, SemanticJudged, StoredEvent, TaskRule, TraceOpened,
+    AttemptStarted, ContractBound, Destination, DestinationWritten, DrainOutcome, FrameReceived, LocalStopped,
+    NewEvent, ReleaseDecided, RequestBound, SemanticJudged, StoredEvent, TaskRule, TraceOpened,
     TransportDrained, attempt_stream, trace_stream,
 )
 from tracestore.projections import reasons as R
@@ -141,6 +143,10 @@ class Scenario(BaseModel):
     "Where the scenario comes from (seed section, capture)."
     expected: dict[str, Any] | None = None
     "The stated expected outcome (for tests and reviewers); the planner ignores it."
+    contract: dict[str, Any] | None = None
+    "Output contract document: the trace's answers are structured replies judged by it."
+    binding: dict[str, Any] | None = None
+    "Request binding (seed 000): frames and citations are checked against it."
     steps: tuple[Step, ...]
 
     @field_validator("steps", mode="before")
@@ -159,6 +165,10 @@ class Scenario(BaseModel):
                              code="invalid_scenario")
         if self.task is not None:
             validate_rule(self.task)
+        if self.contract is not None:
+            load_contract(self.contract)  # a bad contract fails now, before anything is written
+        if self.binding is not None:
+            context_of(self.binding)
         _check_readers(self.steps)
         return self
 
@@ -289,6 +299,14 @@ class _Planner:
             self.append(trace_stream(sc.trace), TraceOpened(
                 trace_id=sc.trace, task=sc.task, profile=sc.profile, comparison=sc.comparison,
                 origin=sc.origin))
+            if sc.contract is not None:
+                contract = load_contract(sc.contract)
+                self.append(trace_stream(sc.trace), ContractBound(
+                    trace_id=sc.trace, name=contract.name, contract=sc.contract,
+                    sha256=contract.sha256))
+            if sc.binding is not None:
+                self.append(trace_stream(sc.trace), RequestBound(
+                    trace_id=sc.trace, binding=sc.binding, sha256=binding_digest(sc.binding)))
         for step in sc.steps:
             self.step(step)
             self.record_decisions()

@@ -94,6 +94,7 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
                 f"trace {plan.trace_id!r} already exists with another task rule; a trace has "
                 "one task, so choose another --trace or leave out --task",
                 code="trace_conflict", trace_id=plan.trace_id)
+        _check_bindings(view, plan)
         first = view.read(stream=attempt_stream(plan.attempt_id), limit=1)
         if first and first[0].id != plan.events[1].id:
             raise InputError(
@@ -103,6 +104,24 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
         return plan.events, [plan.blob]
 
     return store.append_with(build)
+
+
+def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
+    """A trace answers one request under one contract: a different one is refused."""
+    from tracestore.events import trace_stream
+
+    new = {e.event.type: e.event.sha256 for e in plan.events
+           if e.event.type in ("contract.bound", "request.bound")}
+    if not new:
+        return
+    for stored in view.read(stream=trace_stream(plan.trace_id)):
+        known = new.get(stored.type)
+        if known is not None and stored.event.sha256 != known:
+            what = "contract" if stored.type == "contract.bound" else "request binding"
+            raise InputError(
+                f"trace {plan.trace_id!r} already has another {what}; a trace answers one "
+                "request under one contract, so choose another --trace",
+                code="trace_conflict", trace_id=plan.trace_id)
 
 
 @app.command()
@@ -125,6 +144,11 @@ def ingest(
                          "(one run result).")] = "auto",
     cases: Annotated[Optional[Path], typer.Option(
         help="Agent runs: cases file whose patterns become each trace's semantic rule.")] = None,
+    contract: Annotated[Optional[Path], typer.Option(
+        help="Output contract JSON file: the answer is a structured reply judged by it.")] = None,
+    binding: Annotated[Optional[Path], typer.Option(
+        help="Request binding JSON file (messages, request hash, schema, corpus identity, "
+             "selected_context): frames and citations are checked against it.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -134,7 +158,8 @@ def ingest(
     its own trace and attempt instead.
     """
     from tracestore.bulk import paused_gc
-    from tracestore.ingest import plan_ingest
+    from tracestore.cli.contract_cmds import read_binding, read_contract
+    from tracestore.ingest import Bindings, plan_ingest
 
     data = read_input(file)
     if fmt != "capture":
@@ -149,10 +174,13 @@ def ingest(
             ingest_agent(data, filename=file.name, fmt=fmt, trace=trace, attempt=attempt,
                          cases=cases, db=db, as_json=as_json)
             return
+    rule = read_task(task)
+    # Contract and binding are checked before anything is decoded or written.
+    bindings = Bindings(read_contract(contract) if contract else None, read_binding(binding))
     with decode_progress(file.name, len(data), quiet=as_json) as progress, paused_gc():
         plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
-                           provider=provider, chunk_size=chunk_size, task=read_task(task),
-                           progress=progress)
+                           provider=provider, chunk_size=chunk_size, task=rule,
+                           progress=progress, bindings=bindings)
     with open_store(db) as store:
         result = append_plan(store, plan)
     summary = {

@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tracestore.errors import InputError
-from tracestore.projections.semantics import check_pattern
 
 #: Failure kinds a contract judge reports, and the code each carries unless the contract
 #: renames it in ``codes``.
@@ -138,6 +137,8 @@ def load_contract(source: Any) -> Contract:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
+    from tracestore.projections.semantics import check_pattern  # (projections import us)
+
     if not isinstance(source, dict):
         raise InputError("a contract must be a JSON object", code="invalid_contract")
     try:
@@ -178,6 +179,19 @@ def load_contract(source: Any) -> Contract:
         if not verdict.ok:
             raise InputError(f"the contract's example reply fails its own contract "
                              f"({verdict.code})", code="invalid_contract")
+    return contract
+
+
+_CACHE: dict[str, Contract] = {}
+
+
+def cached_contract(sha256: str, source: Any) -> Contract:
+    """A stored contract's validators, built once per process (projections run often)."""
+    contract = _CACHE.get(sha256)
+    if contract is None:
+        if len(_CACHE) > 64:
+            _CACHE.clear()
+        contract = _CACHE[sha256] = load_contract(source)
     return contract
 
 

@@ -21,14 +21,20 @@ from typing import Any
 
 from tracestore.errors import InputError, NotFound
 from tracestore.events import (
-    AttemptStarted, FrameReceived, LocalStopped, StoredEvent, TraceOpened, TransportDrained,
+    AttemptStarted, ContractBound, FrameReceived, FrameRejected, LocalStopped, RequestBound,
+    StoredEvent, TraceOpened, TransportDrained,
 )
 from tracestore.projections import reasons as R
+from tracestore.contracts.frames import FrameChecker
 from tracestore.projections.profiles import (
-    INLINE_REASONING_TAGS, Profile, classify_error, classify_terminal, error_name, profile_for,
+    FrameLimits, INLINE_REASONING_TAGS, Profile, classify_error, classify_terminal, error_name, profile_for,
 )
 from tracestore.providers.base import Normalizer, make_normalizer
 from tracestore.providers.observations import Observation
+
+#: Errors the app-frames normalizer reports that seed 000's frame rules already judge (with
+#: the seed's own codes) when a profile applies them.
+_FRAME_RULE_ERRORS = frozenset({"sequence_gap", "binding_mismatch", "frame_after_terminal"})
 
 #: Observation kinds that carry no content and need no judgement.
 _BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive"})
@@ -127,6 +133,14 @@ class AttemptView:
     usage_position: int | None
     superseded_at: int | None
     superseded_by: str | None
+    structured: bool = False
+    "The answer is a structured reply judged by an output contract."
+    frame_failure: Anomaly | None = None
+    "The first application frame that broke the profile's frame rules (seed 000)."
+    binding_sha256: str | None = None
+    "Digest of the request binding recorded for the trace; None when none was recorded."
+    binding_checked: bool = False
+    "Every frame's ``binding_sha256`` was compared with the recorded binding."
 
     @property
     def terminal(self) -> NativeTerminal | None:
@@ -136,10 +150,18 @@ class AttemptView:
 class AttemptFold:
     """Mutable accumulator behind :class:`AttemptView`; feed events in position order."""
 
-    def __init__(self, start: StoredEvent, profile: Profile | None) -> None:
+    def __init__(self, start: StoredEvent, profile: Profile | None,
+                 bindings: TraceBindings | None = None) -> None:
         self.start = start
         self.started: AttemptStarted = start.event
         self.profile = profile
+        self.bindings = bindings or TraceBindings()
+        self.structured = bool(profile and (profile.structured
+                                            or self.bindings.contract is not None))
+        self.checker = (FrameChecker(profile.limits or FrameLimits(),
+                                     self.bindings.binding_sha256)
+                        if profile is not None and profile.frame_rules else None)
+        self.frame_failure: Anomaly | None = None
         self.normalizer = _normalizer(self.started.api)
         self.parts: dict[int | None, list[str]] = {}
         self.block_pos: dict[int | None, list[int]] = {}
@@ -183,6 +205,10 @@ class AttemptFold:
         elif isinstance(event, TransportDrained):
             if self.drain is None:
                 self.drain = Drain(stored.position, event.outcome, event.detail)
+        elif isinstance(event, FrameRejected):
+            if self.frame_failure is None:
+                detail = f"byte {event.offset}" if event.offset is not None else event.detail
+                self.frame_failure = Anomaly(stored.position, event.code, "frame", detail)
         else:
             return False
         return True
@@ -197,6 +223,13 @@ class AttemptFold:
     def _frame(self, position: int, frame: FrameReceived) -> None:
         self.frames += 1
         self.last_frame_position = position
+        if self.checker is not None and self.frame_failure is None:
+            code = self.checker.check(frame.native, frame.length)
+            if code is not None:  # the consumer stops reading at its first failure
+                where = f"byte {frame.offset}" if frame.offset is not None else None
+                self.frame_failure = Anomaly(position, code, str(frame.native.get("kind"))
+                                             if isinstance(frame.native, Mapping) else "frame",
+                                             where)
         if self.normalizer is None:
             self._anomaly(position, R.UNKNOWN_NATIVE_FORM, frame.api, "no normalizer")
             return
@@ -296,6 +329,8 @@ class AttemptFold:
                           obs.stop_reason or obs.status)
 
     def _error(self, position: int, obs: Observation) -> None:
+        if self.checker is not None and obs.error_code in _FRAME_RULE_ERRORS:
+            return
         classification = classify_error(self.profile, obs) if self.profile else "unknown"
         self.errors.append(NativeError(position, error_name(obs), obs.error_code, obs.message,
                                        classification))
@@ -333,7 +368,9 @@ class AttemptFold:
             errors=tuple(self.errors), anomalies=tuple(self.anomalies),
             stop_position=self.stop_position, drain=self.drain, usage=self.usage,
             usage_position=self.usage_position, superseded_at=self.superseded_at,
-            superseded_by=self.superseded_by)
+            superseded_by=self.superseded_by, structured=self.structured,
+            frame_failure=self.frame_failure, binding_sha256=self.bindings.binding_sha256,
+            binding_checked=bool(self.checker and self.checker.binding_checked and self.frames))
 
 
 def _normalizer(api: str) -> Normalizer | None:
@@ -365,13 +402,41 @@ def find_trace(events: Sequence[StoredEvent], trace_id: str) -> TraceOpened | No
     return None
 
 
+@dataclass(frozen=True)
+class TraceBindings:
+    """What a trace is bound to besides its task: output contract and request binding."""
+
+    contract: Any = None
+    "The loaded ``tracestore.contracts.model.Contract``, or None."
+    binding: Mapping[str, Any] | None = None
+    binding_sha256: str | None = None
+
+
+def find_bindings(events: Sequence[StoredEvent], trace_id: str) -> TraceBindings:
+    """The trace's first ``contract.bound`` and ``request.bound`` (ingest refuses a second,
+    different one, so the first is the only one)."""
+    from tracestore.contracts.model import cached_contract
+
+    contract = request = None
+    for stored in events:
+        event = stored.event
+        if getattr(event, "trace_id", None) != trace_id:
+            continue
+        if contract is None and isinstance(event, ContractBound):
+            contract = cached_contract(event.sha256, event.contract)
+        elif request is None and isinstance(event, RequestBound):
+            request = event
+    return TraceBindings(contract, request.binding if request else None,
+                         request.sha256 if request else None)
+
+
 def start_fold(events: Sequence[StoredEvent], attempt_id: str) -> tuple[AttemptFold,
                                                                         TraceOpened | None]:
     """A fresh fold for ``attempt_id`` with its profile resolved from the log."""
     start = find_start(events, attempt_id)
     trace = find_trace(events, start.event.trace_id)
     profile = profile_for(start.event.api, trace.profile if trace else None)
-    return AttemptFold(start, profile), trace
+    return AttemptFold(start, profile, find_bindings(events, start.event.trace_id)), trace
 
 
 def project_attempt(events: Sequence[StoredEvent], attempt_id: str, *,

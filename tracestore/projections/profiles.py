@@ -12,19 +12,22 @@ translates them): anything no rule matches is an *unknown* ending and is held fo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Literal
 
+from tracestore.contracts.frames import FrameLimits
 from tracestore.providers.observations import Observation
 
-TerminalOutcome = Literal["normal", "limited", "failed", "tool", "unknown"]
+TerminalOutcome = Literal["normal", "limited", "failed", "tool", "cancelled", "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
 class TerminalRule:
     """Matches a native terminal; a ``None`` field is not checked."""
 
-    outcome: Literal["normal", "limited", "failed", "tool"]
+    outcome: Literal["normal", "limited", "failed", "tool", "cancelled"]
     status: str | None = None
     stop_reason: str | None = None
 
@@ -59,6 +62,17 @@ class Profile:
     text channel (qwen3 through Ollama's ``/api/generate``) would otherwise have that
     reasoning released as the answer.  A deployment that strips the tags before showing
     the text may turn it on."""
+    structured: bool = False
+    """The answer is a structured reply judged by the trace's output contract (a bound
+    contract makes any profile's answer structured)."""
+    frame_rules: bool = False
+    "Seed 000's exact application-frame checks (``tracestore.contracts.frames``) apply."
+    limits: FrameLimits | None = None
+    reason_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    "Generic reason code → the name this profile's source uses for the same fact."
+
+    def reason(self, code: str) -> str:
+        return self.reason_names.get(code, code)
 
 
 OPENAI_RESPONSES_TEXT = Profile(
@@ -141,9 +155,31 @@ GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini",
                                    *_stop_reasons("STOP", "MAX_TOKENS"), *_INTERACTIONS_ENDS)
 OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", *_stop_reasons("stop", "length"))
 
+# Seed 000's consumer: the application's own NDJSON frames carrying a structured reply.
+# ``done`` is the normal ending, ``cancel`` a local cancellation, ``error`` a local error
+# terminal; the seed's own names replace the generic reasons where it has one.
+APP_FRAMES_STRUCTURED = Profile(
+    name="app-frames-structured",
+    api="app-frames",
+    terminals=(
+        TerminalRule("normal", status="done"),
+        TerminalRule("cancelled", status="cancel"),
+        TerminalRule("failed", status="error"),
+    ),
+    failure_errors=frozenset({"error"}),
+    structured=True,
+    frame_rules=True,
+    limits=FrameLimits(),
+    reason_names=MappingProxyType({
+        "no_native_terminal": "missing_terminal",
+        "drain_error": "transport_io_error",
+        "native_failure": "controlled_local_error",
+    }),
+)
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
-    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT,
+    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED,
 )}
 
 #: The profile an attempt gets when its trace names none.

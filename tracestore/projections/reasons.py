@@ -66,6 +66,40 @@ NO_PROFILE: Final = "no_profile"
 EMPTY_ANSWER: Final = "empty_answer"
 INLINE_REASONING_TEXT: Final = "inline_reasoning_text"
 
+# --- structured answers (seeds 000 and 004): released / not released ---------------------
+CONTRACT_ACCEPTED: Final = "contract_accepted"
+NO_CONTRACT: Final = "no_contract"
+NO_REQUEST_BINDING: Final = "no_request_binding"
+# reply failures; a contract may use seed 000's or seed 004's name for the same kind
+INVALID_JSON: Final = "invalid_json"
+INVALID_ANSWER_JSON: Final = "invalid_answer_json"
+DUPLICATE_JSON_KEY: Final = "duplicate_json_key"
+INVALID_JSON_CONSTANT: Final = "invalid_json_constant"
+JSON_TOO_DEEP: Final = "json_too_deep"
+INVALID_SCHEMA: Final = "invalid_schema"
+INVALID_ANSWER_SCHEMA: Final = "invalid_answer_schema"
+UNKNOWN_VERSION: Final = "unknown_version"
+TOO_LARGE: Final = "too_large"
+UNKNOWN_CONTEXT_CITATION: Final = "unknown_context_citation"
+UNTRUSTED_VALUE: Final = "untrusted_value"
+STATUS_CITATION_MISMATCH: Final = "status_citation_mismatch"
+# seed 000's application frames
+INVALID_FRAME_JSON: Final = "invalid_frame_json"
+INVALID_FRAME_SCHEMA: Final = "invalid_frame_schema"
+INVALID_SEQUENCE: Final = "invalid_sequence"
+FRAME_REQUEST_MISMATCH: Final = "frame_request_mismatch"
+INVALID_CONTENT_DELTA: Final = "invalid_content_delta"
+INVALID_TERMINAL_REASON: Final = "invalid_terminal_reason"
+FRAME_AFTER_TERMINAL: Final = "frame_after_terminal"
+FRAME_BYTE_LIMIT: Final = "frame_byte_limit"
+STREAM_BYTE_LIMIT: Final = "stream_byte_limit"
+CONTENT_LIMIT: Final = "content_limit"
+FRAME_COUNT_LIMIT: Final = "frame_count_limit"
+CONTROLLED_LOCAL_CANCEL: Final = "controlled_local_cancel"
+CONTROLLED_LOCAL_ERROR: Final = "controlled_local_error"
+MISSING_TERMINAL: Final = "missing_terminal"
+TRANSPORT_IO_ERROR: Final = "transport_io_error"
+
 # --- agent runs (seed 001, tracestore/agent): reasons ----------------------------------
 AWAITING_RUN_FINISH: Final = "awaiting_run_finish"
 ADMISSION_AGREES: Final = "admission_agrees"
@@ -146,6 +180,58 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     INLINE_REASONING_TEXT: "The answer text contains an inline reasoning tag (<think>, "
                            "<thinking>, <reasoning>): reasoning written into the text "
                            "channel, which the profile does not release as the answer.",
+    # structured answers
+    CONTRACT_ACCEPTED: "The structured reply passed its output contract: strict JSON, "
+                       "version, schema, bounds, cited ids from the bound context, links on "
+                       "the allowlist, status/citation consistency.",
+    NO_CONTRACT: "The profile's answer is structured but no output contract is bound to the "
+                 "trace, so no reply can be judged.",
+    NO_REQUEST_BINDING: "The reply cites context ids but no request binding was recorded, so "
+                        "the citations cannot be checked (UNKNOWN, not checked).",
+    INVALID_JSON: "The reply is not strict JSON (seed 004's name).",
+    INVALID_ANSWER_JSON: "The reply is not strict JSON (seed 000's name).",
+    DUPLICATE_JSON_KEY: "Detail of a JSON failure: an object repeats a key.",
+    INVALID_JSON_CONSTANT: "Detail of a JSON failure: NaN, Infinity or -Infinity.",
+    JSON_TOO_DEEP: "Detail of a JSON failure: nesting deeper than the contract's bound "
+                   "(checked before parsing).",
+    INVALID_SCHEMA: "The reply's fields, types or bounds break its version's schema "
+                    "(seed 004's name).",
+    INVALID_ANSWER_SCHEMA: "The reply's fields, types or bounds break the schema (seed 000's "
+                           "name).",
+    UNKNOWN_VERSION: "The reply's schema_version is missing, not an integer, or not one the "
+                     "contract accepts.",
+    TOO_LARGE: "The reply is larger than the contract's byte bound (checked before parsing: "
+               "rejected, never cut).",
+    UNKNOWN_CONTEXT_CITATION: "A cited id is not in the context bound to this request "
+                              "(seed 000's name).",
+    UNTRUSTED_VALUE: "A cited id is not in the bound context, or a link fails the URL rule "
+                     "(https, no credentials, host exactly on the allowlist) (seed 004's name).",
+    STATUS_CITATION_MISMATCH: "The status disagrees with the citations (answered needs one, "
+                              "not_in_docs must have none).",
+    INVALID_FRAME_JSON: "An application frame is not strict JSON; the frames before it stay "
+                        "recorded.",
+    INVALID_FRAME_SCHEMA: "An application frame is not an object with exactly its kind's keys.",
+    INVALID_SEQUENCE: "An application frame's sequence is not the next integer.",
+    FRAME_REQUEST_MISMATCH: "An application frame is bound to another request (its "
+                            "binding_sha256 differs from the recorded binding).",
+    INVALID_CONTENT_DELTA: "A content_delta frame's text is empty, not text, or not valid "
+                           "Unicode.",
+    INVALID_TERMINAL_REASON: "An error/cancel frame's reason is empty, not text, or longer "
+                             "than 256 characters.",
+    FRAME_AFTER_TERMINAL: "An application frame arrived after the terminal frame.",
+    FRAME_BYTE_LIMIT: "One application frame is larger than the profile's frame bound.",
+    STREAM_BYTE_LIMIT: "The application frames together exceed the profile's byte bound.",
+    CONTENT_LIMIT: "The provisional content exceeds the profile's character bound.",
+    FRAME_COUNT_LIMIT: "More application frames than the profile allows.",
+    CONTROLLED_LOCAL_CANCEL: "The application's producer ended the frames with a cancel "
+                             "terminal; no answer is accepted.",
+    CONTROLLED_LOCAL_ERROR: "The application's producer ended the frames with an error "
+                            "terminal; no answer is accepted (app-frames' name for "
+                            "native_failure).",
+    MISSING_TERMINAL: "The frames ended without a terminal frame (app-frames' name for "
+                      "no_native_terminal).",
+    TRANSPORT_IO_ERROR: "The transport failed while reading (app-frames' name for "
+                        "drain_error); the partial trace is kept, never accepted.",
     # notes
     METADATA_ABSENT: "No usage/metadata was observed; recorded as absent, never as zero.",
     STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",

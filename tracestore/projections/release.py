@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracestore.agent.codes import AGENT_API
+from tracestore.contracts.binding import context_of
+from tracestore.contracts.judge import ReplyVerdict, judge_reply
 from tracestore.events import AttemptStarted, StoredEvent, TaskRule, TraceOpened
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
@@ -45,14 +47,45 @@ class ReleaseDecision:
     judgement: Judgement | None = None
     "The semantic verdict, when one was made (released or rejected)."
     policy_version: str = R.POLICY_VERSION
+    contract: ContractReport | None = None
+    "For a structured answer: the contract verdict, citations, binding state."
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI/JSON contract (``tracestore release ATTEMPT --json``)."""
-        return {
+        out = {
             "attempt_id": self.attempt_id, "eligible": self.eligible, "status": self.status,
             "reasons": list(self.reasons), "decided_at_position": self.decided_at_position,
             "answer": self.answer, "answer_sha256": self.answer_sha256,
             "notes": list(self.notes),
+        }
+        if self.contract is not None:
+            out["contract"] = self.contract.to_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class ContractReport:
+    """What the structured-answer judgement found (None fields: not judged, or no evidence)."""
+
+    contract: str | None
+    "The bound contract's name; None when no contract is bound."
+    verdict: ReplyVerdict | None
+    "The reply's verdict; None unless the stream ended normally and drained cleanly."
+    binding: str
+    "``checked`` (frames and citations compared with the recorded binding), ``unknown``."
+    frame_failure: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        v = self.verdict
+        return {
+            "contract": self.contract, "binding": self.binding,
+            "frame_failure": self.frame_failure,
+            "code": v.code if v else None, "detail": v.detail if v else None,
+            "version": v.version if v else None,
+            "problems": [p.to_dict() for p in v.problems] if v else [],
+            "citations": [c.to_dict() for c in v.citations] if v else [],
+            "citations_checked": bool(v and v.citations_checked),
+            "reply": v.reply if v and v.ok else None,
         }
 
 
@@ -61,6 +94,15 @@ class _Outcome:
     status: str
     reasons: tuple[str, ...]
     judgement: Judgement | None = None
+    verdict: ReplyVerdict | None = None
+
+
+def _named(fold: AttemptFold, out: _Outcome | None) -> _Outcome | None:
+    """The outcome with reasons in the profile's own vocabulary (seed 000's names)."""
+    if out is None or fold.profile is None or not fold.profile.reason_names:
+        return out
+    return _Outcome(out.status, tuple(fold.profile.reason(r) for r in out.reasons),
+                    out.judgement, out.verdict)
 
 
 def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
@@ -75,6 +117,8 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
         return _Outcome(R.SUPERSEDED, (R.SUPERSEDED_BY_NEWER_ATTEMPT,))
     if fold.profile is None:
         return _Outcome(R.HELD, (R.NO_PROFILE,))
+    if fold.frame_failure is not None:
+        return _Outcome(R.HELD, (fold.frame_failure.code,))
     if any(t.outcome == "failed" for t in fold.terminals):
         return _Outcome(R.FAILED, (R.NATIVE_FAILURE,))
     if fold.errors:
@@ -83,6 +127,8 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
         return _Outcome(R.HELD, tuple(dict.fromkeys(a.code for a in fold.anomalies)))
     if fold.terminals and fold.terminals[0].outcome == "limited":
         return _Outcome(R.LIMITED, (R.NATIVE_LIMIT_REACHED,))
+    if fold.terminals and fold.terminals[0].outcome == "cancelled":
+        return _Outcome(R.STOPPED, (R.CONTROLLED_LOCAL_CANCEL,))
     if fold.drain is None:
         return None
     return _drained_outcome(fold, rule)
@@ -111,6 +157,8 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
         # The text profile asks for one text block; a normal ending with nothing in it is
         # seed 004's ``empty`` state, not an answer, whatever the task rule would accept.
         return _Outcome(R.HELD, (R.EMPTY_ANSWER,))
+    if fold.structured:
+        return _structured_outcome(fold, rule)
     if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
         return _Outcome(R.HELD, (R.NO_SEMANTIC_RULE,))
     verdict = judge(rule, fold.text())
@@ -118,6 +166,31 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
         return _Outcome(R.RELEASED, (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.SEMANTIC_ACCEPTED),
                         verdict)
     return _Outcome(R.REJECTED, (R.SEMANTIC_REJECTED,), verdict)
+
+
+def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
+    """A structured reply, parsed only now (normal ending, clean drain): the contract
+    judges it, then the task rule (if any) judges its answer field."""
+    text = fold.text()
+    if not text.strip():
+        return _Outcome(R.HELD, (R.EMPTY_ANSWER,))  # seed 004's ``empty`` state
+    contract = fold.bindings.contract
+    if contract is None:
+        return _Outcome(R.HELD, (R.NO_CONTRACT,))
+    binding = fold.bindings.binding
+    verdict = judge_reply(contract, text, context_of(binding) if binding is not None else None)
+    if not verdict.ok:
+        return _Outcome(R.REJECTED, verdict.reasons(), verdict=verdict)
+    if contract.doc.citation_field and not verdict.citations_checked:
+        return _Outcome(R.HELD, (R.NO_REQUEST_BINDING,), verdict=verdict)
+    released = (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.CONTRACT_ACCEPTED)
+    if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
+        return _Outcome(R.RELEASED, released, verdict=verdict)
+    answer = verdict.reply.get(contract.doc.answer_field) if verdict.reply else None
+    judged = judge(rule, answer if isinstance(answer, str) else "")
+    if judged.verdict == "accepted":
+        return _Outcome(R.RELEASED, released + (R.SEMANTIC_ACCEPTED,), judged, verdict)
+    return _Outcome(R.REJECTED, (R.SEMANTIC_REJECTED,), judged, verdict)
 
 
 def _pending_reasons(fold: AttemptFold) -> tuple[str, ...]:
@@ -160,7 +233,7 @@ class ReleaseJudge:
             self._judge(stored.position)
 
     def _judge(self, position: int) -> None:
-        self.outcome = _evaluate(self.fold, self.rule)
+        self.outcome = _named(self.fold, _evaluate(self.fold, self.rule))
         if self.outcome is not None:
             self.decided_at = position
 
@@ -169,11 +242,19 @@ class ReleaseJudge:
         out = self.outcome or _Outcome(R.PENDING, _pending_reasons(self.fold))
         released = out.status == R.RELEASED
         answer = view.text if released else None
+        report = None
+        if view.structured:
+            contract = self.fold.bindings.contract
+            report = ContractReport(
+                contract.name if contract is not None else None, out.verdict,
+                "checked" if view.binding_sha256 is not None else "unknown",
+                view.frame_failure.code if view.frame_failure is not None else None)
         return ReleaseDecision(
             attempt_id=view.attempt_id, trace_id=view.trace_id, eligible=released,
             status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,
             answer=answer, answer_sha256=sha256_text(answer) if answer is not None else None,
-            notes=_notes(view, out.status, self.decided_at), judgement=out.judgement)
+            notes=_notes(view, out.status, self.decided_at), judgement=out.judgement,
+            contract=report)
 
     def view(self) -> AttemptView:
         return self.fold.view()

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
-from tracestore.errors import InputError
+from tracestore.errors import InputError, WireError
 from tracestore.providers.app_frames import FRAME_KINDS
 from tracestore.providers.base import make_normalizer
 from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
@@ -46,6 +46,21 @@ class NativeFrame:
 
 
 @dataclass(frozen=True)
+class FrameFailure:
+    """A frame that could not be read (kept partial captures only): where and why."""
+
+    code: str
+    offset: int | None
+    message: str
+
+
+#: Providers whose captures stay recordable up to a malformed frame (seed 000 keeps the
+#: partial trace of an application frame stream as ``invalid``; a vendor stream with a
+#: broken frame is refused whole, as before).
+PARTIAL_PROVIDERS = frozenset({"app-frames"})
+
+
+@dataclass(frozen=True)
 class CaptureReading:
     """A whole capture read through one provider's normalizer."""
 
@@ -54,6 +69,8 @@ class CaptureReading:
     frames: list[NativeFrame]
     truncation: Truncation | None
     terminal_seen: bool         # a native terminal observation occurred
+    failure: FrameFailure | None = None
+    "The frame reading stopped at (``keep_partial``); the frames before it are kept."
 
     @property
     def observations(self) -> list[Observation]:
@@ -156,7 +173,8 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
 def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = None,
                  filename: str | None = None, chunk_size: int | None = None,
                  expected_binding: str | None = None,
-                 progress: Callable[[int], None] | None = None) -> CaptureReading:
+                 progress: Callable[[int], None] | None = None,
+                 keep_partial: bool = False) -> CaptureReading:
     """Decode ``data`` and normalize every frame.
 
     ``framing`` defaults to :func:`framing_for_path` (when ``filename`` is given) or
@@ -170,17 +188,38 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
         head = data[:DETECT_HEAD_BYTES]
         framing = framing_for_path(filename, head) if filename else detect_framing(head)
     wire_frames, truncation = decode_bytes(data, framing, chunk_size, progress=progress)
-    decoded = [(frame, *_native_of(frame)) for frame in wire_frames]
+    decoded, failure, error = _decode_natives(wire_frames, keep_partial)
     if provider == "auto":
+        if error is not None and not decoded:
+            raise error
         provider = detect_provider(framing, [(name, native) for _, name, native in
                                              decoded[:DETECT_NATIVES]])
+    if error is not None and provider not in PARTIAL_PROVIDERS:
+        raise error
     options = {"expected_binding": expected_binding} if provider == "app-frames" else {}
     normalizer = make_normalizer(provider, **options)
     frames = [NativeFrame(index, frame.offset, frame.length, name, native,
                           tuple(normalizer.feed(native, name)))
               for index, (frame, name, native) in enumerate(decoded)]
     terminal_seen = any(obs.kind == "terminal" for f in frames for obs in f.observations)
-    return CaptureReading(provider, framing, frames, truncation, terminal_seen)
+    return CaptureReading(provider, framing, frames, truncation, terminal_seen, failure)
+
+
+def _decode_natives(wire_frames: list[Any], keep_partial: bool
+                    ) -> tuple[list[tuple[Any, str | None, Any]], FrameFailure | None,
+                               WireError | None]:
+    """Natives of the wire frames; with ``keep_partial``, stop at the first frame that is
+    not strict JSON and report it instead of raising (the caller decides per provider)."""
+    decoded: list[tuple[Any, str | None, Any]] = []
+    for frame in wire_frames:
+        try:
+            decoded.append((frame, *_native_of(frame)))
+        except WireError as exc:
+            if not keep_partial:
+                raise
+            code = "invalid_frame_json" if exc.code == "invalid_json" else exc.code
+            return decoded, FrameFailure(code, exc.offset, exc.message), exc
+    return decoded, None, None
 
 
 def read_natives(provider: str, natives: Iterable[Any]) -> list[list[Observation]]:

@@ -1,0 +1,235 @@
+"""Seed 000's consumer, judged from events: development cases, controlled failures, frame rules."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracestore.contracts.frames import FrameChecker, FrameLimits
+from tracestore.contracts.model import parse_contract_bytes
+from tracestore.events import FrameRejected, StoredEvent
+from tracestore.ingest import Bindings, plan_ingest
+from tracestore.projections import decide_release
+from tracestore.replay import parse_scenario, preview_replay
+from clihelp import run
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED000 = ROOT / "fixtures" / "seed000"
+CONTRACT = parse_contract_bytes((ROOT / "fixtures" / "contracts" / "seed000-rag.json").read_bytes())
+
+
+def binding(case: str) -> dict[str, Any]:
+    return json.loads((SEED000 / f"{case}.binding.json").read_text(encoding="utf-8"))
+
+
+def stored(plan_events: list[Any]) -> list[StoredEvent]:
+    """An ingest plan as the store would hold it (positions 1, 2, …), without a database."""
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    return [StoredEvent(i, e.id, e.stream, 1, e.event.type, 1, at, e.trace_id, e.event, "")
+            for i, e in enumerate(plan_events, start=1)]
+
+
+def ingest(data: bytes, *, bound: str | None = "replace-file", contract: Any = CONTRACT,
+           chunk_size: int | None = None) -> tuple[list[StoredEvent], Any]:
+    plan = plan_ingest(data, filename="x.ndjson", attempt_id="a", chunk_size=chunk_size,
+                       bindings=Bindings(contract, binding(bound) if bound else None))
+    events = stored(plan.events)
+    return events, decide_release(events, "a")
+
+
+# seed 000's development-case table: stream result, saved reply status, resolved citations;
+# frames and bytes from its execution record (the derived NDJSON reproduces them exactly).
+DEVELOPMENT = [
+    ("utf8-write", "not_in_docs", [], 15, 2154),
+    ("replace-file", "answered", [("path-write", "path-write:b71a2d18a53d86bf",
+                                   "https://docs.python.org/3.12/library/pathlib.html"
+                                   "#pathlib.Path.write_text")], 10, 1427),
+    ("json-result-type", "answered", [("json-text", "json-text:8a17e251a41ccb3b",
+                                       "https://docs.python.org/3.12/library/json.html"
+                                       "#json.dumps")], 11, 1569),
+    ("backup-schedule", "not_in_docs", [], 15, 2149),
+]
+
+
+@pytest.mark.parametrize(("case", "status", "citations", "frames", "size"), DEVELOPMENT)
+@pytest.mark.parametrize("chunk_size", [None, 1, 7])
+def test_development_cases_complete_with_the_seeds_citations(
+        case: str, status: str, citations: list[tuple[str, str, str]], frames: int, size: int,
+        chunk_size: int | None) -> None:
+    data = (SEED000 / f"{case}.ndjson").read_bytes()
+    assert len(data) == size
+    events, d = ingest(data, bound=case, chunk_size=chunk_size)
+    assert sum(e.type == "frame.received" for e in events) == frames
+    assert (d.status, d.reasons) == ("released", (
+        "normal_native_ending", "clean_drain", "contract_accepted"))
+    report = d.contract.to_dict()
+    assert report["reply"]["status"] == status
+    assert [(c["source_id"], c["chunk_id"], c["url"]) for c in report["citations"]] == citations
+    assert (report["binding"], report["citations_checked"]) == ("checked", True)
+
+
+@pytest.mark.parametrize(("fixture", "status", "reasons"), [
+    ("controlled-local-cancel.ndjson", "stopped", ("controlled_local_cancel",)),
+    ("controlled-local-error.ndjson", "failed", ("controlled_local_error",)),
+    ("controlled-transport-eof-before-terminal.ndjson", "interrupted",
+     ("missing_terminal", "drain_eof")),
+])
+def test_controlled_failures_never_accept_an_answer(fixture: str, status: str,
+                                                    reasons: tuple[str, ...]) -> None:
+    _, d = ingest((SEED000 / fixture).read_bytes())
+    assert (d.status, d.reasons, d.eligible, d.answer) == (status, reasons, False, None)
+    assert d.contract is not None and d.contract.verdict is None  # never parsed
+
+
+def test_controlled_transport_io_error_keeps_the_partial_trace() -> None:
+    scenario = parse_scenario(json.loads(
+        (SEED000 / "controlled-transport-io-error.json").read_text(encoding="utf-8")))
+    _, events = preview_replay(scenario)
+    d = decide_release(events, "seed000-io-error")
+    assert (d.status, d.reasons, d.answer) == ("interrupted",
+                                               ("missing_terminal", "transport_io_error"), None)
+    assert sum(e.type == "frame.received" for e in events) == 2
+
+
+def test_a_malformed_frame_mid_capture_is_recorded_with_its_offset() -> None:
+    data = (SEED000 / "malformed-frame-4.ndjson").read_bytes()
+    events, d = ingest(data)
+    assert sum(e.type == "frame.received" for e in events) == 3
+    rejected = [e.event for e in events if isinstance(e.event, FrameRejected)]
+    offset = sum(len(line) + 1 for line in data.split(b"\n")[:3])
+    assert [(r.code, r.offset, r.index) for r in rejected] == [("invalid_frame_json", offset, 3)]
+    assert (d.status, d.reasons) == ("held", ("invalid_frame_json",))
+    assert d.decided_at_position == next(e.position for e in events if e.type == "frame.rejected")
+
+
+def test_frames_bound_to_another_request_are_never_released() -> None:
+    events, d = ingest((SEED000 / "replace-file.ndjson").read_bytes(), bound="json-result-type")
+    assert (d.status, d.reasons) == ("held", ("frame_request_mismatch",))
+    first = next(e.position for e in events if e.type == "frame.received")
+    assert d.decided_at_position == first
+
+
+def test_without_a_binding_the_reply_is_held_and_the_binding_is_unknown() -> None:
+    _, d = ingest((SEED000 / "replace-file.ndjson").read_bytes(), bound=None)
+    assert (d.status, d.reasons) == ("held", ("no_request_binding",))
+    report = d.contract.to_dict()
+    assert (report["binding"], report["citations_checked"], report["code"]) == (
+        "unknown", False, "ok")
+
+
+def test_a_structured_profile_without_a_contract_holds() -> None:
+    _, d = ingest((SEED000 / "replace-file.ndjson").read_bytes(), contract=None)
+    assert (d.status, d.reasons) == ("held", ("no_contract",))
+
+
+def frames_of(*texts: str, terminal: str = "done", case: str = "replace-file") -> bytes:
+    from tracestore.providers.app_frames import binding_digest
+
+    digest = binding_digest(binding(case))
+    out = [{"sequence": i, "kind": "content_delta", "binding_sha256": digest, "text": t}
+           for i, t in enumerate(texts, start=1)]
+    out.append({"sequence": len(out) + 1, "kind": terminal, "binding_sha256": digest})
+    return "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in out).encode()
+
+
+@pytest.mark.parametrize(("texts", "reasons"), [
+    (['{"status": "answered", "answer": "Yes.", "source_ids": ["path-read"]}'],
+     ("unknown_context_citation",)),           # in the corpus, but not bound to this request
+    (['{"status": "answered", ', '"status": "answered"}'],
+     ("invalid_answer_json", "duplicate_json_key")),
+    (['{"status": "answered", "answer": NaN, "source_ids": []}'],
+     ("invalid_answer_json", "invalid_json_constant")),
+    (['{"status": "answered", "answer": "Yes.", "source_ids": []}'],
+     ("status_citation_mismatch",)),
+    (['{"status": "not_in_docs", "answer": "No.", "source_ids": [], "url": "https://x"}'],
+     ("invalid_answer_schema",)),
+])
+def test_reply_failures_are_rejected_with_the_seeds_codes(texts: list[str],
+                                                          reasons: tuple[str, ...]) -> None:
+    _, d = ingest(frames_of(*texts))
+    assert (d.status, d.reasons) == ("rejected", reasons)
+
+
+def test_an_empty_structured_candidate_is_never_released() -> None:
+    data = frames_of(terminal="done")
+    _, d = ingest(data)
+    assert (d.status, d.reasons) == ("held", ("empty_answer",))
+
+
+H = "0" * 64
+LIMITS = FrameLimits(frame_bytes=200, total_bytes=1000, content_chars=10, frames=3)
+
+
+def delta(seq: Any, text: Any = "x", **extra: Any) -> dict[str, Any]:
+    return {"sequence": seq, "kind": "content_delta", "binding_sha256": H, "text": text, **extra}
+
+
+@pytest.mark.parametrize(("frames", "code"), [
+    ([delta(1, debug=True)], "invalid_frame_schema"),
+    (["text"], "invalid_frame_schema"),
+    ([{"sequence": 1, "kind": "done", "binding_sha256": H, "reason": "x"}], "invalid_frame_schema"),
+    ([{"sequence": 1, "kind": "stop", "binding_sha256": H}], "invalid_frame_schema"),
+    ([delta(2)], "invalid_sequence"),
+    ([delta(True)], "invalid_sequence"),
+    ([delta(1), delta(1)], "invalid_sequence"),
+    ([delta(1, "")], "invalid_content_delta"),
+    ([delta(1, 5)], "invalid_content_delta"),
+    ([delta(1, "\ud800")], "invalid_content_delta"),
+    ([{**delta(1), "binding_sha256": "1" * 64}], "frame_request_mismatch"),
+    ([{"sequence": 1, "kind": "error", "binding_sha256": H, "reason": ""}],
+     "invalid_terminal_reason"),
+    ([{"sequence": 1, "kind": "cancel", "binding_sha256": H, "reason": "r" * 257}],
+     "invalid_terminal_reason"),
+    ([{"sequence": 1, "kind": "done", "binding_sha256": H}, delta(2)], "frame_after_terminal"),
+    ([delta(1, "x" * 11)], "content_limit"),
+    ([delta(1), delta(2), delta(3), delta(4)], "frame_count_limit"),
+    ([delta(1, "y" * 300)], "frame_byte_limit"),
+    ([delta(1, "y" * 5), delta(2, "y" * 5), {"sequence": 3, "kind": "error",
+      "binding_sha256": H, "reason": "r" * 150}], "stream_byte_limit"),
+])
+def test_frame_rules_name_the_first_failure(frames: list[Any], code: str) -> None:
+    limits = {"invalid_terminal_reason": FrameLimits(),
+              "stream_byte_limit": FrameLimits(total_bytes=300)}.get(code, LIMITS)
+    checker = FrameChecker(limits, H)
+    got = [checker.check(f, None) for f in frames]
+    assert got[-1] == code and all(g is None for g in got[:-1])
+
+
+def test_seed_bounds_are_the_profile_limits() -> None:
+    from tracestore.projections.profiles import PROFILES
+
+    limits = PROFILES["app-frames-structured"].limits
+    assert (limits.frame_bytes, limits.total_bytes, limits.content_chars, limits.frames) == (
+        8192, 65536, 16384, 1000)
+
+
+def test_ingest_with_contract_and_binding_on_the_cli(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    code, out, err = run("ingest", str(SEED000 / "replace-file.ndjson"), "--attempt", "rf",
+                         "--contract", str(ROOT / "fixtures/contracts/seed000-rag.json"),
+                         "--binding", str(SEED000 / "replace-file.binding.json"), db=db)
+    assert code == 0, err
+    code, out, _ = run("release", "rf", "--json", db=db)
+    got = json.loads(out)
+    assert (got["status"], got["contract"]["citations"][0]["source_id"]) == ("released",
+                                                                             "path-write")
+    # the same trace cannot be bound to another request
+    code, _, err = run("ingest", str(SEED000 / "json-result-type.ndjson"), "--attempt", "rf2",
+                       "--trace", "rf", "--binding",
+                       str(SEED000 / "json-result-type.binding.json"), db=db)
+    assert code == 2 and "trace_conflict" in err
+
+
+def test_a_bad_binding_file_writes_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    bad = tmp_path / "b.json"
+    bad.write_text('{"selected_context": "all of it"}')
+    code, _, err = run("ingest", str(SEED000 / "replace-file.ndjson"), "--binding", str(bad),
+                       db=db)
+    assert code == 2
+    assert err.startswith("error[invalid_binding]: the request binding has no selected_context")
+    assert not db.exists() or run("events", "--json", db=db)[1] == ""
