@@ -145,3 +145,12 @@ def _add_decision(proposals: dict[int, Proposal], order: list[int], ev: ModelDec
     if current.verdict is None:
         proposals[index] = Proposal(current.index, current.decision, current.position,
                                     ev.stage, ev.reason, pos, ev.implied)
+
+
+def agent_runs(events: Sequence[StoredEvent]) -> list[RunRecord]:
+    """Every agent run recorded in ``events``, in the order the attempts were started."""
+    from tracestore.agent.codes import AGENT_API
+
+    ids = [e.event.attempt_id for e in events
+           if isinstance(e.event, AttemptStarted) and e.event.api == AGENT_API]
+    return [run for run in (gather_run(events, a) for a in ids) if run is not None]

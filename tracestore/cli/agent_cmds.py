@@ -64,3 +64,113 @@ def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
             f"ingested {len(plan.runs)} agent runs of {filename} ({plan.format}): "
             f"{result.appended} events at positions {result.positions[0]}–"
             f"{result.positions[-1]}"))
+
+
+def _load_runs(store: Any, target: str | None) -> list[Any]:
+    """The agent runs of one attempt, one trace, or (no target) the whole log, trace by trace."""
+    from tracestore.agent.run import agent_runs
+    from tracestore.errors import NotFound
+
+    if target is None:
+        runs = [r for t in store.trace_ids() for r in agent_runs(store.read(trace_id=t))]
+        if not runs:
+            raise NotFound("no agent runs in the log; ingest a run file first",
+                           code="no_agent_runs")
+        return runs
+    runs = [r for r in agent_runs(store.read(trace_id=target))]
+    if not runs:
+        first = store.read(attempt_id=target, limit=1)
+        if first:
+            runs = [r for r in agent_runs(store.read(trace_id=first[0].trace_id))
+                    if r.attempt_id == target]
+    if not runs:
+        raise NotFound(f"no agent run or trace {target!r} in the log", code="not_found",
+                       target=target)
+    return runs
+
+
+@app.command()
+@handles_errors
+def grade(
+    target: Annotated[Optional[str], typer.Argument(
+        help="An agent run (attempt id) or a trace; default: every agent run in the log.")] = None,
+    cases: Annotated[Optional[Path], typer.Option(
+        help="Cases file (id, sources, answer_patterns, forbidden_patterns) for the case checks.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Seed 001's independent checks per run and the fixed-vs-agent summary, re-derived.
+
+    Status, citations and usage come from tracestore's re-derived admission; the checks
+    recorded with a run are compared, never copied.  Without --cases, the checks that need a
+    case are named instead of guessed.
+    """
+    from tracestore.agent.grading import grade as grade_run
+    from tracestore.agent.grading import recorded_summary, summary
+
+    case_map = read_cases(cases) or {}
+    with open_store(db) as store:
+        runs = _load_runs(store, target)
+    grades = [grade_run(r, case_map.get(r.opened.case_id or "") if cases else None)
+              for r in runs]
+    result = {"runs": [g.to_dict() for g in grades], "summary": summary(grades),
+              "recorded_summary": recorded_summary(grades)}
+    if as_json:
+        emit_json(result)
+        return
+    console.print(_grade_table(grades))
+    _print_summary(grades, result["summary"], result["recorded_summary"], bool(cases))
+
+
+def _check_cell(grade: Any) -> Text:
+    checks = grade.checks
+    if "outcome" not in checks:
+        return Text("not computed", style="dim")
+    style = {"pass": "green", "fail": "red", "incomplete": "yellow"}[checks["outcome"]]
+    return Text(checks["outcome"], style=style)
+
+
+def _grade_table(grades: list[Any]) -> Table:
+    table = Table(title=f"{len(grades)} agent runs graded")
+    for column in ("case / repeat", "path", "expected sources read", "answer fixture",
+                   "stop reason", "model calls", "queries", "refined", "within limits",
+                   "recorded checks"):
+        table.add_column(column, overflow="fold")
+    for g in grades:
+        checks = g.checks
+        retrieval = checks.get("retrieval_targets_read", "?")
+        traj = checks["trajectory"]
+        oracle = ("—" if g.recorded is None else "equal" if not g.mismatches
+                  else "DIFFER: " + ", ".join(g.mismatches))
+        table.add_row(
+            term_text(f"{g.case_id or g.trial} / {g.repeat if g.repeat is not None else '—'}"),
+            g.mode,
+            "No target" if retrieval is None else ("—" if retrieval == "?" else
+                                                  str(retrieval).lower()),
+            _check_cell(g), term_text(g.reason or g.status), str(g.model_calls),
+            str(len(traj["queries"])), "yes" if traj["refined"] else "no",
+            "yes" if traj["within_limits"] else "NO",
+            Text(oracle, style="green" if oracle == "equal" else "red" if g.mismatches else ""))
+    return table
+
+
+def _print_summary(grades: list[Any], computed: dict[str, Any], recorded: dict[str, Any],
+                   had_cases: bool) -> None:
+    for mode, counts in computed.items():
+        line = f"{mode}: {counts['pass']} pass, {counts['fail']} fail, " \
+               f"{counts['incomplete']} incomplete"
+        if mode in recorded:
+            line += " (recorded: " + ("same" if recorded[mode] == counts else
+                                      ", ".join(f"{v} {k}" for k, v in recorded[mode].items())) + ")"
+        console.print(term_text(line, "bold"))
+    missing = sorted({c for g in grades for c in g.not_computed})
+    if missing:
+        why = ("no --cases file was given" if not had_cases
+               else "the cases file has no case for some runs")
+        console.print(term_text(f"not computed: {', '.join(missing)} ({why}); the trajectory "
+                                "checks above need no case", "yellow"))
+    disagreeing = [g.trial for g in grades if not g.admission_agrees]
+    if disagreeing:
+        console.print(term_text("re-derived admission disagrees with the recorded run for "
+                                f"{', '.join(disagreeing)} (tracestore audit lists the findings)",
+                                "red"))
