@@ -13,12 +13,14 @@ Projections take ``StoredEvent`` sequences and nothing else.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import random
 import time
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from tracestore.errors import InputError
 
@@ -358,6 +360,28 @@ def parse_event(payload: dict[str, Any]) -> Any:
             f"event of type {payload.get('type')!r} is not valid: {where}: {first.get('msg')}",
             code="invalid_event",
         ) from exc
+
+
+def to_json_bytes(model: BaseModel, *, exclude: set[str] | None = None) -> bytes:
+    """A model as compact JSON bytes, key order kept; lone surrogates kept as escapes.
+
+    pydantic's Rust serializer is the fast path, but it refuses a string holding a lone
+    UTF-16 surrogate (``"\\ud83d"``, half of an emoji a provider split across two deltas),
+    which strict JSON parsing accepts.  Such a model is written by ``json`` with
+    ``ensure_ascii``: every non-ASCII character becomes its ``\\uXXXX`` escape, so the text
+    is valid UTF-8 and reads back to exactly the same string.  Anything else that will not
+    serialize is refused here with a code, never stored half-converted.
+    """
+    try:
+        return model.__pydantic_serializer__.to_json(model, exclude=exclude)
+    except PydanticSerializationError as exc:
+        try:
+            plain = model.model_dump(mode="python", exclude=exclude)
+            return json.dumps(plain, ensure_ascii=True, allow_nan=False,
+                              separators=(",", ":")).encode("ascii")
+        except (TypeError, ValueError, RecursionError):
+            raise InputError(f"{type(model).__name__} cannot be stored as JSON: {exc}",
+                             code="unstorable_value") from None
 
 
 _id_source = random.Random(random.SystemRandom().getrandbits(128))

@@ -27,7 +27,7 @@ from tracestore.errors import InputError
 from tracestore.events import (
     AttemptStarted, ContractBound, Destination, DestinationWritten, DrainOutcome, FrameReceived, LocalStopped,
     NewEvent, ReleaseDecided, RequestBound, SemanticJudged, StoredEvent, TaskRule, TraceOpened,
-    TransportDrained, attempt_stream, trace_stream,
+    TransportDrained, attempt_stream, to_json_bytes, trace_stream,
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import PROGRESS_TEXT, audit
@@ -212,8 +212,7 @@ class _Reader:
 
 def scenario_digest(scenario: Scenario) -> str:
     """sha256 of the scenario's content (its stated expectations excluded)."""
-    canonical = scenario.model_dump_json(exclude={"expected"})
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return hashlib.sha256(to_json_bytes(scenario, exclude={"expected"})).hexdigest()
 
 
 def _planned_id(digest: str, index: int) -> str:

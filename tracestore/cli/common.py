@@ -9,7 +9,6 @@ in ``tracestore/cli/__init__.py``.  Commands stay thin: parse options, call the 
 from __future__ import annotations
 
 import functools
-import json
 import re
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.review.escape import json_text
 from tracestore.store import ENV_VAR
 
 if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
@@ -101,18 +101,22 @@ def _silence_stdout() -> None:
 
 def report_error(exc: TracestoreError, *, as_json: bool) -> None:
     if as_json:
-        sys.stderr.write(json.dumps(exc.to_dict(), ensure_ascii=False, default=str) + "\n")
+        sys.stderr.write(json_text(exc.to_dict(), indent=None, default=str) + "\n")
     else:
         err_console.print(Text.assemble(("error", "bold red"), f"[{exc.code}]: ",
                                         safe_text(exc.message)))
 
 
 @contextmanager
-def open_store(db: str | None) -> Iterator[EventStore]:
-    """Open (and on first use migrate) the store named by ``--db`` / ``$TRACESTORE_DB``."""
+def open_store(db: str | None, *, create: bool = True) -> Iterator[EventStore]:
+    """Open (and on first use migrate) the store named by ``--db`` / ``$TRACESTORE_DB``.
+
+    Read-only commands pass ``create=False``: a mistyped path must not leave a new empty
+    database behind and report "0 events"; it is ``no_store`` (exit 4).
+    """
     from tracestore.store.log import EventStore
 
-    store = EventStore(db)
+    store = EventStore(db, create=create)
     try:
         yield store
     finally:
@@ -137,36 +141,51 @@ def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = N
 
 
 def emit_json(value: Any) -> None:
-    """One JSON document on stdout (never through Rich, which would wrap or style it)."""
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, default=str) + "\n")
+    """One JSON document on stdout (never through Rich, which would wrap or style it).
+
+    Untrusted text inside is escaped by the one JSON escaper (``review.escape.json_text``):
+    no C1 control, DEL, bidi override, line separator or lone surrogate is written raw.
+    """
+    sys.stdout.write(json_text(value, indent=None, default=str) + "\n")
 
 
 def emit_json_line(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-                     + "\n")
+    sys.stdout.write(json_text(value, compact=True, default=str) + "\n")
 
 
-# C0/C1 controls (incl. ESC, which starts ANSI sequences), DEL, and bidi overrides that can
-# make a terminal line read differently from the bytes behind it.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# C0/C1 controls (incl. ESC, which starts ANSI sequences), DEL, bidi overrides that can
+# make a terminal line read differently from the bytes behind it, line/paragraph
+# separators, and lone surrogates (which a UTF-8 terminal cannot even be sent).
+_UNSAFE = re.compile(
+    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
-def safe_text(value: Any, *, keep_newlines: bool = False) -> str:
+def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool = False) -> str:
     """Untrusted text made inert for a terminal: controls shown as ``\\xNN`` escapes.
 
+    With ``mark_backslashes`` a literal backslash is doubled first, so text that *spells*
+    ``\\x1b`` reads ``\\\\x1b`` and stays distinguishable from a real ESC (tables use it).
     Rich markup is not interpreted because callers wrap the result in ``Text`` (never in a
     markup string); use ``term_text`` for that.
     """
     text = str(value)
+    if mark_backslashes:
+        text = text.replace("\\", "\\\\")
     if not keep_newlines:
         text = text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\t", "\\t")
     return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
                        else f"\\u{ord(m.group()):04x}", text)
 
 
-def term_text(value: Any, style: str = "", *, limit: int | None = None) -> Text:
-    """A Rich ``Text`` cell holding untrusted text literally (no markup, no controls)."""
-    text = safe_text(value)
+def term_text(value: Any, style: str = "", *, limit: int | None = None,
+              json_quoted: bool = False) -> Text:
+    """A Rich ``Text`` cell holding untrusted text literally (no markup, no controls).
+
+    Backslashes are doubled so a literal ``\\x1b`` never looks like an escaped control,
+    except in ``json_quoted`` cells, whose text JSON already escaped (there ``\\\\`` is
+    already the literal backslash).
+    """
+    text = safe_text(value, mark_backslashes=not json_quoted)
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return Text(text, style=style)

@@ -64,13 +64,18 @@ def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
 
 
 def read_scenario(path: Path) -> Scenario:
+    from tracestore.providers.strictjson import strict_loads
     from tracestore.replay import parse_scenario
 
+    # Strict, like natives: the same depth and number bounds hold for scenarios (a scenario
+    # nested 100k deep used to end in RecursionError).
+    raw = read_input(path)
     try:
-        data = json.loads(read_input(path))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path} is not JSON: {exc}", code="invalid_json",
-                         path=str(path)) from exc
+        data = strict_loads(raw)
+    except (UnicodeDecodeError, InputError) as exc:
+        code = getattr(exc, "code", "invalid_json")
+        raise InputError(f"{path} is not JSON: {getattr(exc, 'message', exc)}", code=code,
+                         path=str(path)) from None
     return parse_scenario(data)
 
 
@@ -128,7 +133,7 @@ def release(
     """Show an attempt's release decision: status, reasons, position, answer."""
     from tracestore.projections import decide_release
 
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         events = load_attempt_context(store, attempt, at)
     decision = decide_release(events, attempt, upto=at)
     if as_json:
@@ -217,7 +222,7 @@ def audit(
     from tracestore.projections import audit as audit_events
     from tracestore.projections import trace_attempts
 
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         if trace:
             events = store.read(trace_id=trace)
             if not trace_attempts(events, trace):
@@ -376,4 +381,4 @@ def _frame_cell(event: Any, normalizers: dict[str, Any]) -> Text:
             parts.append(f"error {obs.native_type}")
         else:
             parts.append(obs.kind)
-    return term_text("; ".join(parts), limit=CELL_CHARS)
+    return term_text("; ".join(parts), limit=CELL_CHARS, json_quoted=True)

@@ -128,7 +128,7 @@ def review(
         output(render(blank_record(spec, version=version), fmt, False), fmt, out)
         return
     assert attempt is not None
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         trace_id = trace_of(store, attempt)
         if sets or approve:
             written = amend(store, spec, attempt, trace_id, sets=sets, approve=approve,

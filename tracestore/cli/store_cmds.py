@@ -267,7 +267,7 @@ def events(
     most TABLE_MAX_ROWS events and says how to page on.
     """
     filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         if as_json:
             for stored in store.iter_events(limit=limit, **filters):
                 emit_json_line(stored_to_dict(stored))
@@ -283,7 +283,8 @@ def events(
         table.add_column(column, overflow="fold" if column == "what" else "ellipsis")
     for stored in rows:
         table.add_row(str(stored.position), term_text(stored.stream), str(stored.version),
-                      stored.type, term_text(event_summary(stored)))
+                      stored.type, term_text(event_summary(stored),
+                                             json_quoted=stored.type == "frame.received"))
     console.print(table)
     if more:
         console.print(term_text(f"more events follow: --after {rows[-1].position} shows the "
@@ -294,7 +295,7 @@ def events(
 @handles_errors
 def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List attempts with their trace, API and event counts."""
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         listing = []
         for stream, count in store.streams("attempt:"):
             first = store.read(stream=stream, limit=1)
@@ -322,19 +323,41 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 @app.command()
 @handles_errors
-def verify(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Recompute the hash chain; exit non-zero naming the first broken position."""
-    with open_store(db) as store:
-        result = store.verify()
+def verify(
+    checkpoint: Annotated[Optional[Path], typer.Option(
+        help="A signed head from `tracestore checkpoint`: also prove the log still extends "
+             "it (no tail deleted, nothing rewritten and re-hashed, no fork).")] = None,
+    key: Annotated[Optional[Path], typer.Option(
+        "--key", help="The checkpoint's public (or private) key file. Default: the PEM text "
+                      "in $TRACESTORE_CHECKPOINT_KEY.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Recompute the hash chain and re-hash stored captures; exit non-zero naming the first
+    broken position."""
+    expected = None
+    if checkpoint is not None:
+        from tracestore.store import checkpoint as ck
+        from tracestore.store.verify import Expected
+
+        signed = ck.read_checkpoint(checkpoint)
+        ck.check_signature(signed, key)
+        expected = Expected(signed.position, signed.hash)
+    with open_store(db, create=False) as store:
+        result = store.verify(expected=expected)
     if as_json:
         emit_json({"ok": result.ok, "count": result.count,
                    "first_broken_position": result.first_broken_position,
-                   "reason": result.reason, "head_hash": result.head_hash})
+                   "reason": result.reason, "head_hash": result.head_hash,
+                   "captures_checked": result.captures_checked,
+                   "checkpoint_position": result.checkpoint_position})
         if not result.ok:
             raise typer.Exit(ChainBroken.exit_code)
         return
     if result.ok:
-        console.print(f"ok {result.count} events (head {result.head_hash[:16]})")
+        anchored = (f", extends the signed head at position {result.checkpoint_position}"
+                    if result.checkpoint_position is not None else "")
+        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}")
         return
     assert result.first_broken_position is not None
     raise ChainBroken(f"chain broken at position {result.first_broken_position}: "

@@ -35,7 +35,9 @@ class Judgement:
 
 
 def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: an answer may hold a lone surrogate a provider sent as half an emoji;
+    # for every other text this is plain UTF-8.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def normalize(text: str) -> str:

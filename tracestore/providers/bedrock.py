@@ -45,8 +45,8 @@ def bedrock_native_from_message(headers: Mapping[str, Any], payload: bytes,
     """
     message_type = headers.get(":message-type")
     if message_type == "error":
-        return {"error": {"code": headers.get(":error-code"),
-                          "message": headers.get(":error-message")}}
+        return {"error": {"code": _header_text(headers, ":error-code", offset),
+                          "message": _header_text(headers, ":error-message", offset)}}
     if message_type == "event":
         name = headers.get(":event-type")
     elif message_type == "exception":
@@ -59,6 +59,24 @@ def bedrock_native_from_message(headers: Mapping[str, Any], payload: bytes,
                         offset=offset)
     body = strict_loads(payload, offset=offset) if payload else {}
     return {name: body}
+
+
+def _header_text(headers: Mapping[str, Any], name: str, offset: int | None) -> str | None:
+    """A header that becomes part of the native: text, or UTF-8 bytes read as text.
+
+    Any other value (bytes that are not UTF-8, an integer, a timestamp) has no JSON form
+    that says exactly what was sent, so it is refused rather than stored converted.
+    """
+    value = headers.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise WireError(f"event-stream header {name} is not text ({type(value).__name__})",
+                    code="invalid_header", offset=offset)
 
 
 class BedrockConverseStreamNormalizer(Normalizer):

@@ -127,7 +127,8 @@ def _shape_vote(native: Any) -> str | None:
         return "gemini"
     if any(key in native for key in ("candidates", "promptFeedback", "usageMetadata")):
         return "gemini"
-    if native.get("kind") in FRAME_KINDS and "sequence" in native:
+    kind = native.get("kind")  # any JSON value: a list or object is unhashable
+    if isinstance(kind, str) and kind in FRAME_KINDS and "sequence" in native:
         return "app-frames"
     etype = native.get("type")
     if isinstance(etype, str):

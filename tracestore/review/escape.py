@@ -19,8 +19,11 @@ Markdown table cells (``md_cell``), decided rules:
   inline content only, so they cannot start a block there; bare URLs that GitHub
   linkifies (``www.example.com``) stay text a reader can see before clicking.
 
-JSON (``json_text``): ``json`` escapes C0 controls itself; DEL, C1 and bidi characters
-(which ``ensure_ascii=False`` would pass through raw) are written as ``\\uNNNN``.
+JSON (``json_text``, used by every ``--json`` output of the CLI): ``json`` escapes C0
+controls itself; DEL, C1 (including the 8-bit CSI U+009B), bidi overrides, U+2028/U+2029
+(which split "lines" for some readers) and lone UTF-16 surrogates (which cannot be written
+as UTF-8 at all) -- all of which ``ensure_ascii=False`` would pass through raw -- are
+written as ``\\uNNNN``.
 Terminals: the CLI prints records through ``cli.common.safe_text``, not through Rich
 markup, so ANSI escapes and ``[bold]`` are shown, never obeyed.
 """
@@ -32,7 +35,7 @@ import re
 from typing import Any, Final
 
 _CONTROL: Final = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_JSON_RAW: Final = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_JSON_RAW: Final = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _BACKSLASHED: Final = frozenset("\\|`*~[]$")
 _ENTITIES: Final = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 
@@ -69,11 +72,15 @@ def md_cell(value: Any) -> str:
     return "".join(out)
 
 
-def json_text(value: Any, *, indent: int | None = 2) -> str:
+def json_text(value: Any, *, indent: int | None = 2, compact: bool = False,
+              default: Any = None) -> str:
     """JSON with non-ASCII kept readable but every invisible control escaped.
 
     Safe to replace after dumping: these characters can only occur inside JSON strings,
-    where ``\\uNNNN`` means the same character.
+    where ``\\uNNNN`` means the same character.  ``compact`` writes one line without
+    spaces (JSON lines); ``default`` is passed to ``json.dumps``.
     """
-    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    separators = (",", ":") if compact else None
+    text = json.dumps(value, ensure_ascii=False, indent=None if compact else indent,
+                      separators=separators, default=default)
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

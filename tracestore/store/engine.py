@@ -19,10 +19,10 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
-from tracestore.errors import InputError, StoreError
+from tracestore.errors import InputError, NotFound, StoreError
 from tracestore.store import ENV_VAR  # noqa: F401 - defined import-free for the CLI
 
 DEFAULT_URL = "sqlite:///tracestore.db"
@@ -46,6 +46,24 @@ def resolve_url(url: str | None) -> str:
     except ArgumentError as exc:
         raise InputError(f"{chosen!r} is not a database URL", code="invalid_db_url") from exc
     return chosen
+
+
+def no_store(url: str) -> NotFound:
+    shown = make_url(url).database if is_sqlite(url) else make_url(url).render_as_string()
+    return NotFound(f"no tracestore store exists at {shown}; check --db / ${ENV_VAR}, or "
+                    "create one with tracestore init", code="no_store", db=shown)
+
+
+def require_existing_file(url: str) -> None:
+    """For read-only commands: a SQLite file that does not exist is a mistyped path.
+
+    Connecting would create it (and setting WAL would write a header into an empty file),
+    so this is checked before any engine is made.
+    """
+    if is_sqlite(url) and not is_memory_sqlite(url):
+        path = make_url(url).database or ""
+        if not os.path.exists(path) or os.path.getsize(path) == 0:
+            raise no_store(url)
 
 
 def is_sqlite(url: str) -> bool:
@@ -77,6 +95,10 @@ def make_engines(url: str) -> tuple[Engine, Engine]:
     if not is_sqlite(url):
         try:
             engine = create_engine(url, pool_pre_ping=True)
+        except NoSuchModuleError as exc:
+            raise InputError(f"{make_url(url).drivername!r} is not a database this tracestore "
+                             "can use (sqlite:///file.db or postgresql+psycopg://…)",
+                             code="invalid_db_url") from exc
         except ModuleNotFoundError as exc:
             raise StoreError(
                 f"the database driver for {make_url(url).drivername} is not installed "

@@ -16,23 +16,29 @@ Contract (each point is tested in tests/test_store_*.py):
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, func, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.bulk import paused_gc
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
-from tracestore.events import SCHEMA_VERSIONS, NewEvent, StoredEvent, parse_event, upcast
+from tracestore.events import (SCHEMA_VERSIONS, NewEvent, StoredEvent, parse_event,
+                               to_json_bytes, upcast)
 from tracestore.store import engine as engines
 from tracestore.store import migrate
 from tracestore.store.schema import blobs, events
+from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash, verify_log
 
-GENESIS_HASH = "0" * 64
+__all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "VerifyResult",
+           "WriteView", "canonical_payload", "chain_hash", "database_error"]
+
+MAX_POSITION = 2**63 - 1  # positions are 64-bit signed integers in every backend
 _ID_QUERY_CHUNK = 500  # ids per "already stored?" query; well under SQLite's variable limit
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
 
@@ -41,24 +47,10 @@ def canonical_payload(event: Any) -> bytes:
     """The payload's stored bytes: compact JSON, key order as given (natives stay as decoded).
 
     pydantic's serializer writes non-ASCII as UTF-8 and keeps dict order; whatever it
-    writes is what gets hashed, so the stored text itself is the canonical form.
+    writes is what gets hashed, so the stored text itself is the canonical form.  (Lone
+    surrogates are kept as escapes: see ``to_json_bytes``.)
     """
-    return event.__pydantic_serializer__.to_json(event)
-
-
-def chain_hash(prev_hash: str, position: int, event_id: str, stream: str, version: int,
-               type_name: str, schema_version: int, recorded_at: str, trace_id: str | None,
-               payload: bytes) -> str:
-    """sha256 over the previous hash, the envelope fields and the payload's UTF-8 bytes.
-
-    Fields are joined with the unit separator; ``NewEvent`` refuses non-printable
-    characters in ids and stream names, so the join is unambiguous.
-    """
-    envelope = (f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}\x1f{version}"
-                f"\x1f{type_name}\x1f{schema_version}\x1f{recorded_at}\x1f{trace_id or ''}\x1f")
-    digest = hashlib.sha256(envelope.encode("utf-8"))
-    digest.update(payload)
-    return digest.hexdigest()
+    return to_json_bytes(event)
 
 
 def utc_now() -> str:
@@ -78,15 +70,6 @@ class AppendResult:
         return len(self.positions)
 
 
-@dataclass(frozen=True)
-class VerifyResult:
-    ok: bool
-    count: int
-    first_broken_position: int | None = None
-    reason: str | None = None
-    head_hash: str = GENESIS_HASH
-
-
 @dataclass
 class WriteView:
     """What a builder may see inside the write transaction of ``append_with``."""
@@ -103,11 +86,56 @@ class WriteView:
         return bool(self.store._existing_ids(self.conn, [event_id]))
 
 
+def database_error(exc: DBAPIError, url: str, during: str) -> StoreError:
+    """The one translation of a driver error into the store's vocabulary.
+
+    A missing table or column, or text SQLite cannot decode, means the database was
+    damaged or edited behind our back (``store_damaged``); anything else is the database
+    being unreachable or busy (``database_unavailable``).
+    """
+    message = str(exc.orig) if getattr(exc, "orig", None) is not None else str(exc)
+    damaged = ("no such table", "no such column", "does not exist", "could not decode",
+               "malformed", "undefinedtable", "undefinedcolumn", "has no column")
+    if any(mark in message.lower() for mark in damaged):
+        return StoreError(f"{url} is damaged: {message.splitlines()[0]} ({during})",
+                          code="store_damaged")
+    return StoreError(f"database error {during}: {message.splitlines()[0]}",
+                      code="database_unavailable")
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _translated(method: _Method) -> _Method:
+    """Read methods raise ``StoreError``, never a driver exception."""
+
+    @functools.wraps(method)
+    def wrapper(self: EventStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DBAPIError as exc:
+            raise database_error(exc, self.url, f"in {method.__name__}") from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _check_positions(**positions: int | None) -> None:
+    for name, value in positions.items():
+        if value is not None and not 0 <= value <= MAX_POSITION:
+            raise InputError(f"{name} position {value} is outside 0…{MAX_POSITION}",
+                             code="position_out_of_range", **{name: value})
+
+
 class EventStore:
     """An event log in a SQL database (SQLite file by default)."""
 
-    def __init__(self, url: str | None = None, *, migrate_schema: bool = True) -> None:
+    def __init__(self, url: str | None = None, *, migrate_schema: bool = True,
+                 create: bool = True) -> None:
+        """Open the log at ``url``; ``create=False`` (read-only commands) refuses to create
+        a database or its tables where none exists (``NotFound``, code ``no_store``)."""
         self.url = engines.resolve_url(url)
+        if not create:
+            engines.require_existing_file(self.url)
         self._writer, self._reader = engines.make_engines(self.url)
         self._dialect = self._writer.dialect.name
         mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
@@ -115,7 +143,11 @@ class EventStore:
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
         if migrate_schema:
-            migrate.upgrade(self._writer, self.url, self._reader)
+            try:
+                migrate.upgrade(self._writer, self.url, self._reader, create=create)
+            except BaseException:
+                self.close()
+                raise
 
     def close(self) -> None:
         self._writer.dispose()
@@ -162,8 +194,7 @@ class EventStore:
             raise StoreError(f"the database refused the append: {exc.orig}",
                              code="append_refused") from exc
         except DBAPIError as exc:
-            raise StoreError(f"database error during append: {exc.orig}",
-                             code="database_unavailable") from exc
+            raise database_error(exc, self.url, "during append") from exc
         return AppendResult(tuple(positions), tuple(skipped), tuple(stored_blobs))
 
     def _head(self, conn: Connection) -> tuple[int, str]:
@@ -243,10 +274,12 @@ class EventStore:
 
     # -- reading ---------------------------------------------------------------------
 
+    @_translated
     def read(self, *, stream: str | None = None, trace_id: str | None = None,
              attempt_id: str | None = None, after: int = 0, upto: int | None = None,
              limit: int | None = None) -> list[StoredEvent]:
         """Events in global order, optionally filtered by stream, trace or attempt."""
+        _check_positions(after=after, upto=upto)
         with self._reader.connect() as conn:
             return self._read(conn, stream=stream, trace_id=trace_id, attempt_id=attempt_id,
                               after=after, upto=upto, limit=limit)
@@ -285,14 +318,17 @@ class EventStore:
             if remaining is not None:
                 remaining -= len(batch)
 
+    @_translated
     def head_position(self) -> int:
         with self._reader.connect() as conn:
             return self._head(conn)[0]
 
+    @_translated
     def stream_version(self, stream: str) -> int:
         with self._reader.connect() as conn:
             return self._stream_versions(conn, [stream]).get(stream, 0)
 
+    @_translated
     def streams(self, prefix: str = "") -> list[tuple[str, int]]:
         """``(stream, event count)`` for every stream starting with ``prefix``."""
         with self._reader.connect() as conn:
@@ -302,6 +338,7 @@ class EventStore:
             )
             return [(stream, count) for stream, count in rows]
 
+    @_translated
     def trace_ids(self) -> list[str]:
         """Every trace id in the log, in order of its first event."""
         with self._reader.connect() as conn:
@@ -310,6 +347,7 @@ class EventStore:
                 .group_by(events.c.trace_id).order_by(func.min(events.c.position)))
             return [trace for (trace,) in rows]
 
+    @_translated
     def get_blob(self, sha256: str) -> bytes | None:
         with self._reader.connect() as conn:
             row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha256)).first()
@@ -374,43 +412,27 @@ class EventStore:
                              code="import_refused") from exc
         return count, prev_hash
 
-    def verify(self, batch_size: int = 5000) -> VerifyResult:
-        """Recompute the hash chain; name the first position where it breaks."""
-        prev_hash, expected_position, count = GENESIS_HASH, 1, 0
+    @_translated
+    def verify(self, batch_size: int = 5000, *, expected: Expected | None = None,
+               ) -> VerifyResult:
+        """Recompute the hash chain and re-hash referenced captures (see ``store.verify``);
+        with ``expected``, also prove the log still extends that signed head."""
         with self._reader.connect() as conn:
-            last = 0
-            while True:
-                rows = conn.execute(
-                    select(events).where(events.c.position > last)
-                    .order_by(events.c.position).limit(batch_size)
-                ).mappings().all()
-                if not rows:
-                    return VerifyResult(True, count, head_hash=prev_hash)
-                for row in rows:
-                    broken = _check_row(row, prev_hash, expected_position)
-                    if broken is not None:
-                        return VerifyResult(False, count, row["position"], broken, prev_hash)
-                    prev_hash, expected_position = row["hash"], expected_position + 1
-                    count += 1
-                last = rows[-1]["position"]
-
-
-def _check_row(row: Mapping[str, Any], prev_hash: str, expected_position: int) -> str | None:
-    if row["position"] != expected_position:
-        return f"position {expected_position} is missing (next stored is {row['position']})"
-    digest = chain_hash(prev_hash, row["position"], row["id"], row["stream"], row["version"],
-                        row["type"], row["schema_version"], row["recorded_at"],
-                        row["trace_id"], row["payload"].encode("utf-8"))
-    if digest != row["hash"]:
-        return "hash does not match the event's content and its predecessor"
-    return None
+            return verify_log(conn, batch_size=batch_size, expected=expected)
 
 
 def _to_stored(row: Mapping[str, Any]) -> StoredEvent:
-    payload = upcast(row["type"], row["schema_version"], json.loads(row["payload"]))
-    return StoredEvent(
-        position=row["position"], id=row["id"], stream=row["stream"], version=row["version"],
-        type=row["type"], schema_version=row["schema_version"],
-        recorded_at=dt.datetime.fromisoformat(row["recorded_at"]), trace_id=row["trace_id"],
-        event=parse_event(payload), hash=row["hash"],
-    )
+    try:
+        payload = upcast(row["type"], row["schema_version"], json.loads(row["payload"]))
+        return StoredEvent(
+            position=row["position"], id=row["id"], stream=row["stream"],
+            version=row["version"], type=row["type"], schema_version=row["schema_version"],
+            recorded_at=dt.datetime.fromisoformat(row["recorded_at"]),
+            trace_id=row["trace_id"], event=parse_event(payload), hash=row["hash"],
+        )
+    except (ValueError, TypeError, KeyError, RecursionError, InputError) as exc:
+        # A row the store wrote always loads; one that does not was changed behind its back.
+        position = row.get("position")
+        raise StoreError(f"the event at position {position} cannot be read "
+                         f"({str(exc).splitlines()[0][:200]}); run tracestore verify",
+                         code="store_damaged", position=position) from None

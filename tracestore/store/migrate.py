@@ -56,6 +56,12 @@ def head_revision() -> str:
     return head
 
 
+def known_revisions(config: Config) -> set[str]:
+    from alembic.script import ScriptDirectory
+
+    return {script.revision for script in ScriptDirectory.from_config(config).walk_revisions()}
+
+
 def current_revision(conn: Connection) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
@@ -98,24 +104,46 @@ def _check_ours(conn: Connection, url: str) -> bool:
     return True
 
 
-def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None) -> str:
+def _require_tables(engine: Engine, url: str) -> None:
+    from tracestore.store.engine import no_store
+
+    try:
+        with engine.connect() as conn:
+            empty = not inspect(conn).get_table_names()
+    except DatabaseError:
+        return  # unreadable: upgrade's own checks say what is wrong
+    if empty:
+        raise no_store(url)
+
+
+def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *,
+            create: bool = True) -> str:
     """Bring the database to the newest migration; return the revision it is at.
 
     An up-to-date database is recognised with two reads.  Otherwise this runs inside one
     write transaction (``BEGIN IMMEDIATE`` on SQLite), so two processes opening a new
-    database at once cannot both create the tables.
+    database at once cannot both create the tables.  With ``create=False`` an empty
+    database is ``NotFound(no_store)`` and nothing is written to it.
     """
     if _is_current(read_engine or write_engine):
         return SCHEMA_HEAD
+    if not create:
+        _require_tables(read_engine or write_engine, url)
     from alembic import command
 
     head = SCHEMA_HEAD
     try:
         with write_engine.begin() as conn:
             _check_ours(conn, url)
-            if current_revision(conn) == head:
+            current = current_revision(conn)
+            if current == head:
                 return head
             config = alembic_config()
+            if current is not None and current not in known_revisions(config):
+                raise StoreError(
+                    f"{url} is at schema revision {current}, newer than this tracestore "
+                    f"knows ({head}); upgrade tracestore to use it", code="schema_too_new",
+                    revision=current)
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
     except (DatabaseError, OperationalError) as exc:

@@ -21,4 +21,10 @@ MAX_FRAME_BYTES: Final[int] = 8 * 1024 * 1024
 #: thousand; a million means a runaway producer or a hostile file.
 MAX_FRAMES_PER_CAPTURE: Final[int] = 1_000_000
 
-__all__ = ["MAX_FRAME_BYTES", "MAX_FRAMES_PER_CAPTURE"]
+#: Deepest nesting of arrays/objects in one JSON document (a native, a scenario).  One bound
+#: for the whole path, checked when the JSON is parsed: Python's parser stops near 1000
+#: levels and pydantic's serializer near 255, so anything between used to parse and then
+#: fail to store.  Real provider payloads nest under 20 levels.
+MAX_JSON_DEPTH: Final[int] = 128
+
+__all__ = ["MAX_FRAME_BYTES", "MAX_FRAMES_PER_CAPTURE", "MAX_JSON_DEPTH"]

@@ -1,0 +1,65 @@
+"""``tracestore checkpoint``: sign the log's head so that later truncation or rewriting shows.
+
+See ``tracestore/store/checkpoint.py`` for why, and ``verify --checkpoint`` for the check.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tracestore.cli.common import (DbOption, JsonOption, app, console, emit_json,
+                                   handles_errors, open_store, term_text)
+
+KeyOption = Annotated[Optional[Path], typer.Option(
+    "--key", help="Ed25519 key file (PEM). Default: the PEM text in $TRACESTORE_CHECKPOINT_KEY. "
+                  "Signing needs the private key; verifying accepts the .pub file.")]
+
+
+@app.command()
+@handles_errors
+def checkpoint(
+    key: KeyOption = None,
+    out: Annotated[Optional[Path], typer.Option(
+        help="Write the signed head to FILE (atomically) instead of printing it.")] = None,
+    generate_key: Annotated[Optional[Path], typer.Option(
+        "--generate-key", help="Create a new key pair: FILE (private, mode 0600) and "
+                               "FILE.pub, then exit.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Sign the log's head (position, hash, time); keep the file away from the database.
+
+    `tracestore verify --checkpoint FILE` later proves the log still extends that head:
+    no tail deleted, nothing rewritten and re-hashed, no fork.
+    """
+    from tracestore.cli.review_cmds import write_atomically
+    from tracestore.store import checkpoint as ck
+    from tracestore.store.log import utc_now
+
+    if generate_key is not None:
+        public = ck.write_key_pair(generate_key)
+        console.print(term_text(f"wrote {generate_key} (private, keep it secret) and {public}"))
+        return
+    with open_store(db, create=False) as store:
+        result = store.verify()  # never sign a head that does not verify
+        if not result.ok:
+            from tracestore.errors import ChainBroken
+
+            raise ChainBroken(f"refusing to sign: chain broken at position "
+                              f"{result.first_broken_position}: {result.reason}",
+                              position=result.first_broken_position or 0)
+    signed = ck.sign(result.count, result.head_hash, utc_now(), key)
+    if out is None:
+        emit_json(signed.to_dict())
+        return
+    from tracestore.review.escape import json_text
+
+    write_atomically(out, json_text(signed.to_dict()) + "\n")
+    if as_json:
+        emit_json(signed.to_dict())
+    else:
+        console.print(term_text(f"signed head at position {signed.position} "
+                                f"({signed.hash[:16]}…) with key {signed.key_id}: {out}"))
