@@ -81,6 +81,10 @@ def test_version_is_the_installed_distribution_version() -> None:
 
 def test_a_command_that_reads_the_store_still_loads_it(tmp_path) -> None:
     # The probe itself can see heavy modules: the check above is not vacuous.
+    # (The store must exist: read-only commands never create one, issue 14.)
+    from tracestore.store.log import EventStore
+
+    EventStore(f"sqlite:///{tmp_path / 's.db'}").close()
     out, code, modules = run_cli("attempts", "--json", "--db", str(tmp_path / "s.db"))
     assert (code, json.loads(out)) == (0, {"attempts": []})
     assert {"sqlalchemy", "tracestore.store.log"} <= modules

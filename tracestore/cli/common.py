@@ -20,7 +20,6 @@ from rich.console import Console
 from rich.text import Text
 
 from tracestore.errors import InputError, NotFound, TracestoreError
-from tracestore.review.escape import json_text
 from tracestore.store import ENV_VAR
 
 if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
@@ -97,6 +96,14 @@ def _silence_stdout() -> None:
 
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+
+
+def json_text(value: Any, **options: Any) -> str:
+    """The one JSON escaper (``tracestore.review.escape.json_text``), imported when used:
+    the review package is not loaded for ``--help``."""
+    from tracestore.review.escape import json_text as escaped
+
+    return escaped(value, **options)
 
 
 def report_error(exc: TracestoreError, *, as_json: bool) -> None:
