@@ -28,6 +28,15 @@ def decision(attempt: str, status: str, reasons: list[str], at: int | None,
             "answer_sha256": SHA if answer else None, "notes": notes}
 
 
+def with_envelope(d: dict[str, Any], state: str | None = None, text: str = "",
+                  code: str = "ok", retryable: bool = False) -> dict[str, Any]:
+    """``release --json`` adds the seed 004 envelope (null while pending or superseded)."""
+    envelope = None if state is None else {"schema_version": 2, "state": state, "text": text,
+                                           "code": code, "retryable": retryable,
+                                           "result": None}
+    return {**d, "envelope": envelope}
+
+
 T7 = decision("t7", "stopped", ["local_stop_before_release"], 6, ["frames_after_decision"])
 T8_OLD = decision("t8-old", "stopped", ["local_stop_before_release"], 6,
                   ["superseded_after_decision", "frames_after_decision"])
@@ -40,20 +49,27 @@ def test_replay_t7_json_contract(db_file: Path) -> None:
     assert (code, err) == (0, "")
     assert json.loads(out) == {"attempts": [T7], "violations": []}
     code, out, _ = run("release", "t7", "--json", db=db_file)
-    assert code == 0 and json.loads(out) == T7
+    # The envelope shows the text as of the Stop (marked partial), never the late answer.
+    assert code == 0 and json.loads(out) == with_envelope(
+        T7, "partial", "The public desk opens Wednesday from 09:00 to 17:00 UTC. ", "stopped",
+        True)
 
 
 def test_replay_t8_json_contract_and_release_at(db_file: Path) -> None:
     code, out, _ = run("replay", str(SEED003 / "t8.json"), "--json", db=db_file)
     assert code == 0
     assert json.loads(out) == {"attempts": [T8_OLD, T8_NEW], "violations": []}
-    assert json.loads(run("release", "t8-new", "--json", db=db_file)[1]) == T8_NEW
-    assert json.loads(run("release", "t8-old", "--json", db=db_file)[1]) == T8_OLD
+    assert json.loads(run("release", "t8-new", "--json", db=db_file)[1]) == with_envelope(
+        T8_NEW, "ok", ANSWER)
+    old = json.loads(run("release", "t8-old", "--json", db=db_file)[1])
+    assert {**old, "envelope": None} == with_envelope(T8_OLD)
+    assert (old["envelope"]["state"], old["envelope"]["code"]) == ("partial", "stopped")
     code, out, _ = run("release", "t8-new", "--at", "16", "--json", db=db_file)
-    assert json.loads(out) == decision("t8-new", "pending", ["awaiting_drain"], None, [])
+    assert json.loads(out) == with_envelope(
+        decision("t8-new", "pending", ["awaiting_drain"], None, []))
     code, out, _ = run("release", "t8-old", "--at", "5", "--json", db=db_file)
-    assert json.loads(out) == decision("t8-old", "pending", [
-        "awaiting_native_terminal", "awaiting_drain"], None, [])
+    assert json.loads(out) == with_envelope(decision("t8-old", "pending", [
+        "awaiting_native_terminal", "awaiting_drain"], None, []))
 
 
 def _entry(text: str, sha: str, position: int) -> dict[str, Any]:

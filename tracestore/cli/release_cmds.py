@@ -131,19 +131,44 @@ def release(
     as_json: JsonOption = False,
 ) -> None:
     """Show an attempt's release decision: status, reasons, position, answer."""
-    from tracestore.projections import decide_release
+    from tracestore.contracts.envelope import project_envelope
+    from tracestore.projections.release import decide_with_view
 
     with open_store(db, create=False) as store:
         events = load_attempt_context(store, attempt, at)
-    decision = decide_release(events, attempt, upto=at)
+    decision, view = decide_with_view(events, attempt, upto=at)
+    envelope = project_envelope(decision, view)
     if as_json:
-        emit_json(decision.to_dict())
+        # The envelope is what a front end may show for this attempt (seed 004).
+        emit_json({**decision.to_dict(),
+                   "envelope": envelope.to_dict() if envelope is not None else None})
         return
     console.print(decision_table([decision], title=f"release decision for {attempt}"
                                  + (f" as of position {at}" if at is not None else "")))
     _print_reasons([decision])
     if decision.answer is not None:
         console.print(Text.assemble(("answer: ", "bold"), term_text(decision.answer)))
+    _print_contract(decision)
+    if envelope is not None:
+        console.print(Text.assemble(("envelope: ", "bold"), f"{envelope.state} / {envelope.code}"
+                                    f"{' (retryable)' if envelope.retryable else ''}: ",
+                                    term_text(envelope.text, limit=CELL_CHARS)))
+
+
+def _print_contract(decision: ReleaseDecision) -> None:
+    """A structured answer's contract verdict: problems with positions, resolved citations."""
+    report = decision.contract
+    if report is None:
+        return
+    verdict = report.verdict
+    head = (f"contract {report.contract or '(none bound)'}: binding {report.binding}"
+            + (f", {verdict.code}" if verdict is not None else ", reply not parsed"))
+    console.print(term_text(head, "bold"))
+    for problem in verdict.problems if verdict is not None else ():
+        console.print(Text.assemble("  ", term_text(problem.loc), ": ", term_text(problem.msg)))
+    for c in verdict.citations if verdict is not None else ():
+        console.print(Text.assemble("  cites ", term_text(c.source_id), " → ",
+                                    term_text(c.chunk_id or "—"), " ", term_text(c.url or "—")))
 
 
 @app.command()

@@ -49,6 +49,9 @@ class ReleaseDecision:
     policy_version: str = R.POLICY_VERSION
     contract: ContractReport | None = None
     "For a structured answer: the contract verdict, citations, binding state."
+    decided_text: str | None = None
+    """The candidate as it stood when the outcome became final (text arriving later — a
+    late answer after a Stop — is not part of what may be shown)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI/JSON contract (``tracestore release ATTEMPT --json``)."""
@@ -74,6 +77,8 @@ class ContractReport:
     binding: str
     "``checked`` (frames and citations compared with the recorded binding), ``unknown``."
     frame_failure: str | None = None
+    answer_field: str | None = None
+    "The reply field holding the answer text (what the envelope shows)."
 
     def to_dict(self) -> dict[str, Any]:
         v = self.verdict
@@ -206,6 +211,7 @@ class ReleaseJudge:
         self.rule = trace.task if trace else None
         self.outcome: _Outcome | None = None
         self.decided_at: int | None = None
+        self.decided_text: str | None = None
         # The start event itself may already decide (no profile): judge it once.
         self._judge(fold.start.position)
 
@@ -236,6 +242,7 @@ class ReleaseJudge:
         self.outcome = _named(self.fold, _evaluate(self.fold, self.rule))
         if self.outcome is not None:
             self.decided_at = position
+            self.decided_text = self.fold.text()
 
     def decision(self) -> ReleaseDecision:
         view = self.fold.view()
@@ -248,13 +255,14 @@ class ReleaseJudge:
             report = ContractReport(
                 contract.name if contract is not None else None, out.verdict,
                 "checked" if view.binding_sha256 is not None else "unknown",
-                view.frame_failure.code if view.frame_failure is not None else None)
+                view.frame_failure.code if view.frame_failure is not None else None,
+                contract.doc.answer_field if contract is not None else None)
         return ReleaseDecision(
             attempt_id=view.attempt_id, trace_id=view.trace_id, eligible=released,
             status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,
             answer=answer, answer_sha256=sha256_text(answer) if answer is not None else None,
             notes=_notes(view, out.status, self.decided_at), judgement=out.judgement,
-            contract=report)
+            contract=report, decided_text=self.decided_text)
 
     def view(self) -> AttemptView:
         return self.fold.view()
@@ -281,11 +289,17 @@ def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str,
 def decide_release(events: Sequence[StoredEvent], attempt_id: str, *,
                    upto: int | None = None) -> ReleaseDecision:
     """The decision for ``attempt_id`` as of global position ``upto`` (default: the end)."""
+    return decide_with_view(events, attempt_id, upto=upto)[0]
+
+
+def decide_with_view(events: Sequence[StoredEvent], attempt_id: str, *,
+                     upto: int | None = None) -> tuple[ReleaseDecision, AttemptView]:
+    """The decision and the attempt view it was judged on, from one fold."""
     events = visible(events, upto)
     judge_ = ReleaseJudge.for_attempt(events, attempt_id)
     for stored in events:
         judge_.feed(stored)
-    return judge_.decision()
+    return judge_.decision(), judge_.view()
 
 
 def trace_attempts(events: Sequence[StoredEvent], trace_id: str | None = None) -> list[str]:

@@ -209,7 +209,35 @@ def candidate(ctx: ReviewContext) -> Derived | None:
     privacy, privacy_cited = _privacy(ctx)
     parts.append(privacy)
     parts.append(f"text: {quote(view.text)}")
+    contract = contract_summary(ctx)
+    if contract is not None:
+        parts.append(contract)
+        cited.append(ctx.decision.decided_at_position)
     return Derived.of("; ".join(parts), *cited, *privacy_cited)
+
+
+def contract_summary(ctx: ReviewContext) -> str | None:
+    """A structured answer's contract verdict with the positions of its problems, and the
+    request binding's state (UNKNOWN when none was recorded: never "checked")."""
+    report = ctx.decision.contract
+    if report is None:
+        return None
+    binding = "binding checked" if report.binding == "checked" else "binding UNKNOWN (none recorded)"
+    if report.frame_failure is not None and ctx.view.frame_failure is not None:
+        failure = ctx.view.frame_failure
+        where = f" ({failure.detail})" if failure.detail else ""
+        return (f"structured reply under contract {report.contract or 'none'}: frame rule "
+                f"{failure.code} at #{failure.position}{where}; {binding}")
+    verdict = report.verdict
+    if verdict is None:
+        return (f"structured reply under contract {report.contract or 'none'}: not parsed "
+                f"(status {ctx.decision.status}); {binding}")
+    found = listed([f"{p.loc}: {p.msg}" for p in verdict.problems])
+    cites = listed([c.source_id for c in verdict.citations])
+    version = f" v{verdict.version}" if verdict.version is not None else ""
+    return (f"structured reply under contract {report.contract}{version}: "
+            f"{verdict.code}" + (f" ({found})" if found else "")
+            + (f"; cites {cites}" if cites else "") + f"; {binding}")
 
 
 def _judged_at(ctx: ReviewContext) -> StoredEvent | None:

@@ -93,7 +93,10 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         return None
     task = ctx.trace.task
     cited: list[int | None] = [ctx.trace_position]
-    if task is None or not (task.answer_patterns or task.forbidden_patterns):
+    if (task is None or not (task.answer_patterns or task.forbidden_patterns)) \
+            and ctx.decision.contract is not None:
+        rule = "No semantic rule: the output contract is the acceptance rule"
+    elif task is None or not (task.answer_patterns or task.forbidden_patterns):
         rule = "No semantic rule: no answer can be accepted"
     else:
         rule = (f"{task.description or 'rule without description'} — "
@@ -114,6 +117,12 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         cited.append(ctx.decision.decided_at_position)
     else:
         verdict = "not judged yet"
+    from tracestore.review.derive_attempt import contract_summary
+
+    contract = contract_summary(ctx)
+    if contract is not None:
+        verdict += f"; {contract}"
+        cited.append(ctx.decision.decided_at_position)
     return Derived.of(f"{rule}; {verdict}", *cited)
 
 

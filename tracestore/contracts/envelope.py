@@ -1,0 +1,86 @@
+"""Seed 004's envelope: the one shape a front end receives for an attempt, from its events.
+
+``state`` is ``ok``, ``empty``, ``partial`` or ``error``; ``text`` is always renderable;
+``code`` is for logs and retry logic; ``retryable`` drives a retry button; ``result`` is the
+validated structured reply and is set ONLY when the contract accepted it.  The projection
+is pure: a release decision and its attempt view in, an envelope (or None) out.
+
+Rules, after seed 004: an answer is ``ok`` only when released.  A normal ending with no
+text is ``empty`` (the call worked and said nothing), never an answer.  Plain text cut off
+(interrupted, a length limit, a local Stop) is ``partial`` with the text so far — shown
+marked as cut off, and never written to the answer destinations (history, export, copy);
+half of a JSON text is not an answer, so a structured attempt is ``error`` instead.
+Errors show a fixed message.  A pending or superseded attempt has no envelope: there is
+nothing of its own to show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from tracestore.projections import reasons as R
+
+NO_ANSWER = "No answer was produced. Please rephrase the question."
+SORRY = "Sorry, I could not produce an answer. Please try again."
+#: Codes a retry may fix: a dropped stream, a provider error, a model's bad reply.
+RETRY_LATER = frozenset({
+    "invalid_json", "invalid_schema", "interrupted", "stream_error", "untrusted_value",
+    "invalid_answer_json", "invalid_answer_schema", "unknown_context_citation", "stopped",
+})
+#: Envelope codes that are not release reasons (documented in docs/release-policy.md).
+ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped")
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    state: str
+    text: str
+    code: str = "ok"
+    retryable: bool = False
+    result: dict[str, Any] | None = None
+    schema_version: int = 2
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": self.schema_version, "state": self.state, "text": self.text,
+                "code": self.code, "retryable": self.retryable, "result": self.result}
+
+
+def _error(code: str) -> Envelope:
+    return Envelope("error", SORRY, code, code in RETRY_LATER)
+
+
+def _cut(structured: bool, text: str, code: str, retryable: bool) -> Envelope:
+    if structured or not text.strip():
+        return Envelope("error", SORRY, code, retryable)
+    return Envelope("partial", text, code, retryable)
+
+
+def project_envelope(decision: Any, view: Any) -> Envelope | None:
+    """The envelope for a ``ReleaseDecision`` and its ``AttemptView``."""
+    status, structured = decision.status, view.structured
+    if status in (R.PENDING, R.SUPERSEDED):
+        return None
+    if status == R.RELEASED:
+        report = decision.contract
+        if structured and report is not None and report.verdict is not None:
+            reply = report.verdict.reply or {}
+            answer = reply.get(report.answer_field) if report.answer_field else None
+            return Envelope("ok", answer if isinstance(answer, str) else "", result=reply)
+        return Envelope("ok", decision.answer or "")
+    if R.EMPTY_ANSWER in decision.reasons:
+        return Envelope("empty", NO_ANSWER, "empty")
+    # Only the text as of the decision: a late answer after a Stop must not leak (seed 003).
+    text = decision.decided_text or ""
+    if status == R.INTERRUPTED:
+        return _cut(structured, text, "interrupted", True)
+    if status == R.LIMITED:
+        return _cut(structured, text, "truncated", False)
+    if status == R.STOPPED:
+        return _cut(structured, text, "stopped", True)
+    if status == R.FAILED:
+        return _error("stream_error")
+    if status == R.REJECTED and decision.contract is not None and \
+            decision.contract.verdict is not None and not decision.contract.verdict.ok:
+        return _error(decision.contract.verdict.code)
+    return _error(decision.reasons[0] if decision.reasons else status)
