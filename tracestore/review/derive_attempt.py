@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, Final
 
+from tracestore.agent.codes import AGENT_API
 from tracestore.events import FrameReceived, SemanticJudged, StoredEvent
 from tracestore.projections import reasons as R
 from tracestore.review.context import Derived, ReviewContext, conflict_check, deriver
@@ -189,6 +190,10 @@ def _final_texts(ctx: ReviewContext) -> list[str]:
 @deriver("candidate")
 def candidate(ctx: ReviewContext) -> Derived | None:
     """What the deltas assembled, whether it is complete, and who has seen it."""
+    if ctx.started.api == AGENT_API:  # an agent run: its answer and cited sources
+        from tracestore.agent.review import candidate as agent_candidate
+
+        return agent_candidate(ctx)
     view = ctx.view
     if not view.blocks:
         if view.frames == 0 and view.drain is None:

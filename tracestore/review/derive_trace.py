@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from tracestore.agent.codes import AGENT_API
 from tracestore.events import CaptureStored, ModelDecision, SemanticJudged
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
@@ -146,6 +147,10 @@ def trace_origin(ctx: ReviewContext) -> Derived | None:
 @deriver("authority")
 def authority(ctx: ReviewContext) -> Derived | None:
     """Whether any tool or effect was configured, proposed, admitted or refused."""
+    if ctx.started.api == AGENT_API:  # an agent run: its decisions, admitted or refused
+        from tracestore.agent.review import authority as agent_authority
+
+        return agent_authority(ctx)
     p = _profile(ctx)
     if p is None:
         return None
