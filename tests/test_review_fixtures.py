@@ -201,7 +201,8 @@ def test_application_record_for_t7_leaves_only_unprovable_fields_unknown() -> No
     got = {f.name: f.value for f in rec.fields}
     assert got["trace_origin"] == "synthetic projection; no raw capture bytes stored"
     assert got["transport_accounting"] == (
-        "Clean drain at #12; usage inputTokens=30, outputTokens=20, totalTokens=50 at #11")
+        "Clean drain at #12; usage inputTokens=30, outputTokens=20, totalTokens=50 at #11 "
+        "(one final record (metadata.usage))")
     assert got["local_eligibility"] == {f.name: f.value for f in record("t7", "t7").fields}[
         "release_decision"]
 

@@ -29,6 +29,7 @@ from tracestore.contracts.frames import FrameChecker
 from tracestore.projections.profiles import (
     FrameLimits, INLINE_REASONING_TAGS, Profile, classify_error, classify_terminal, error_name, profile_for,
 )
+from tracestore.projections.usage import merge_usage
 from tracestore.providers.base import Normalizer, make_normalizer
 from tracestore.providers.observations import Observation
 
@@ -130,7 +131,10 @@ class AttemptView:
     stop_position: int | None
     drain: Drain | None
     usage: Mapping[str, Any] | None
+    "The attempt's usage, combined per provider (``projections.usage``); None when absent."
     usage_position: int | None
+    usage_positions: tuple[int, ...]
+    "Every position whose usage record the value rests on (start and delta when merged)."
     superseded_at: int | None
     superseded_by: str | None
     structured: bool = False
@@ -176,6 +180,8 @@ class AttemptFold:
         self.drain: Drain | None = None
         self.usage: Mapping[str, Any] | None = None
         self.usage_position: int | None = None
+        self.usage_positions: list[int] = []
+        self._usage_type: str | None = None
         self.superseded_at: int | None = None
         self.superseded_by: str | None = None
         self._tails: dict[int | None, str] = {}
@@ -255,7 +261,7 @@ class AttemptFold:
             self._error(position, obs)
         elif kind == "usage":
             if obs.usage is not None:  # a metadata event without usage leaves it absent
-                self.usage, self.usage_position = obs.usage, position
+                self._usage(position, obs)
         elif kind == "block_start":
             self._block_start(position, obs)
         elif kind.startswith("tool_call"):
@@ -265,6 +271,13 @@ class AttemptFold:
                 self._anomaly(position, R.NON_TEXT_CONTENT, obs.native_type, "reasoning")
         else:  # unknown, and any kind added later that this projection does not know
             self._anomaly(position, R.UNKNOWN_NATIVE_FORM, obs.native_type, kind)
+
+    def _usage(self, position: int, obs: Observation) -> None:
+        assert obs.usage is not None
+        self.usage, merged = merge_usage(self.started.api, self.usage, self._usage_type,
+                                         obs.native_type, obs.usage)
+        self.usage_positions = [*self.usage_positions, position] if merged else [position]
+        self.usage_position, self._usage_type = position, obs.native_type
 
     def _text(self, position: int, obs: Observation) -> None:
         if obs.block_type not in (None, "text"):  # e.g. a refusal: not an answer text
@@ -367,7 +380,8 @@ class AttemptFold:
             final_texts=tuple(self.final_texts), terminals=tuple(self.terminals),
             errors=tuple(self.errors), anomalies=tuple(self.anomalies),
             stop_position=self.stop_position, drain=self.drain, usage=self.usage,
-            usage_position=self.usage_position, superseded_at=self.superseded_at,
+            usage_position=self.usage_position, usage_positions=tuple(self.usage_positions),
+            superseded_at=self.superseded_at,
             superseded_by=self.superseded_by, structured=self.structured,
             frame_failure=self.frame_failure, binding_sha256=self.bindings.binding_sha256,
             binding_checked=bool(self.checker and self.checker.binding_checked and self.frames))

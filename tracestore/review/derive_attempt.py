@@ -16,6 +16,7 @@ from typing import Any, Final
 from tracestore.agent.codes import AGENT_API
 from tracestore.events import FrameReceived, SemanticJudged, StoredEvent
 from tracestore.projections import reasons as R
+from tracestore.projections.usage import usage_basis
 from tracestore.review.context import Derived, ReviewContext, conflict_check, deriver
 
 #: Model text quoted in the record is cut to this many characters (the full text is in the
@@ -330,12 +331,13 @@ def transport_accounting(ctx: ReviewContext) -> Derived | None:
         drain = "no drain observed"
     if view.usage is not None:
         usage = ", ".join(f"{k}={v}" for k, v in view.usage.items())
-        accounting = f"usage {usage} at #{view.usage_position}"
+        accounting = (f"usage {usage} at {positions(view.usage_positions)} "
+                      f"({usage_basis(view.api)})")
     else:
         accounting = "no usage metadata (recorded as absent, never as zero)"
     return Derived.of(_capital(f"{drain}; {accounting}"),
                       view.drain.position if view.drain else None,
-                      view.usage_position)
+                      *view.usage_positions)
 
 
 def _note(code: str) -> str:
