@@ -120,7 +120,8 @@ def test_adding_a_field_is_editing_a_template_not_python() -> None:
     record = fill_record(template, events, "t7", version="9.9")
     by_name = {f.name: f for f in record.fields}
     assert by_name["transport"].value == (
-        "Clean drain at #12; usage inputTokens=30, outputTokens=20, totalTokens=50 at #11")
+        "Clean drain at #12; usage inputTokens=30, outputTokens=20, totalTokens=50 at #11 "
+        "(one final record (metadata.usage))")
     assert by_name["transport"].evidence == (11, 12)
     assert (by_name["owner"].value, by_name["owner"].source) == ("UNKNOWN", "unknown")
 
