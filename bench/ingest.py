@@ -1,185 +1,231 @@
-"""Ingest throughput and attempt-load scaling of the event store.
+"""End-to-end ingest of a large projection: the shipped path against raw baselines.
 
-Prints, never asserts.  Every figure is a ratio against a baseline measured in the same run:
+Prints, never asserts.  Every figure is a ratio against a baseline measured in the same run,
+rounds interleaved so load from other processes hits every contender alike.  Each contender
+runs in its own fresh process (so its peak RSS is its own) on the same input file:
 
-1. 100,000 ``frame.received`` events appended in ONE ingest through ``EventStore.append``
-   (pydantic validation, canonical JSON, SHA-256 chain, SQLAlchemy) against
-   a. plain ``sqlite3`` ``executemany`` of rows of the same shape and size into a table with
-      the same constraints, WAL, one transaction (goal: ours >= 0.33 of it);
-   b. the ``eventsourcing`` library's SQLite application recorder inserting the same
-      payloads in one call (goal: ours >= 1.0 of it).
-2. Loading one attempt's events (100 events) from a store of 1,000,000 events against a
-   store of 1,000 events (goal: at most 2x — an index lookup, not a scan).
+* ``cli``   -- ``tracestore ingest FILE --json`` as a subprocess (wall time incl. start-up);
+* ``lib``   -- the library call the command makes (``plan_ingest`` + ``append_plan``);
+* ``raw``   -- plain ``sqlite3``: ``json.loads`` the array, one payload per element with the
+  same fields, the same SHA-256 chain recipe, ``executemany`` into a table with the same
+  columns, constraints and indexes, the capture stored as a blob, one transaction, WAL,
+  ``synchronous=FULL`` (our settings);
+* ``es``    -- the ``eventsourcing`` library's SQLite application recorder inserting the same
+  payloads (``json.loads`` + one ``StoredEvent`` per element, one ``insert_events`` call).
 
-Run:  pip install -e '.[bench]' && python bench/ingest.py [--events N] [--big N]
+Goals (issue 13): ours >= 0.6x raw and >= 1.0x eventsourcing; the shipped command's peak
+RSS <= 3x the input size + 100 MiB at 1,000,000 elements.  With ``--pg URL`` (or
+``$TRACESTORE_TEST_PG_URL``) the library call also runs against PostgreSQL.
+
+Also kept from the first version: loading one attempt (100 events) from a store of
+1,000,000 events against a store of 1,000 (goal: at most 2x -- an index lookup, not a scan).
+
+Run:  pip install -e '.[bench]' && python bench/ingest.py [--sizes 100000,1000000]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
+import resource
 import sqlite3
-import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from tracestore.events import FrameReceived, NewEvent, attempt_stream, new_event_id
-from tracestore.bulk import paused_gc
-from tracestore.store.log import EventStore, canonical_payload
-
 DELTA = "The public desk opens Wednesday from 09:00 to 17:00 UTC. "
+MiB = 1024 * 1024
 
 
-def make_events(count: int, attempt: str = "bench") -> list[NewEvent]:
-    return [
-        NewEvent(attempt_stream(attempt), FrameReceived(
-            attempt_id=attempt, api="bedrock-converse-stream",
-            native={"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": DELTA},
-                                          "p": "abcdefghij"}},
-            kinds=("text_delta",), reader="ingest", index=n), trace_id=attempt)
-        for n in range(count)
-    ]
+def make_big_projection(frames: int) -> bytes:
+    """A Bedrock projection of exactly ``frames`` native frames plus one drain label."""
+    parts = ['{"messageStart":{"role":"assistant"}}']
+    delta = json.dumps({"contentBlockDelta": {"contentBlockIndex": 0,
+                                              "delta": {"text": DELTA}}},
+                       separators=(",", ":"))
+    parts += [delta] * (frames - 3)
+    parts += ['{"contentBlockStop":{"contentBlockIndex":0}}',
+              '{"messageStop":{"stopReason":"end_turn"}}',
+              '{"local":"drain","outcome":"clean"}']
+    return ("[\n" + ",\n".join(parts) + "\n]\n").encode()
 
 
-def time_tracestore(folder: Path, count: int) -> float:
-    store = EventStore(f"sqlite:///{folder / 'ours.db'}")
-    start = time.perf_counter()
-    with paused_gc():  # as `tracestore ingest` builds its plan
-        batch = make_events(count)  # building (validating) the models is part of our cost
-    store.append(batch)
-    elapsed = time.perf_counter() - start
-    assert store.head_position() == count
-    store.close()
-    return elapsed
+# -- contenders (each runs in its own process: `bench/ingest.py --one NAME FILE DB`) -----
+
+def run_lib(path: Path, db: str) -> int:
+    from tracestore.bulk import paused_gc
+    from tracestore.cli.store_cmds import append_plan
+    from tracestore.ingest import plan_ingest
+    from tracestore.store.log import EventStore
+
+    data = path.read_bytes()
+    with paused_gc():
+        plan = plan_ingest(data, filename=path.name)
+    with EventStore(db) as store:
+        return append_plan(store, plan).appended
 
 
-def time_raw_sqlite(folder: Path, count: int) -> float:
-    conn = sqlite3.connect(folder / "raw.db", isolation_level=None)
+RAW_DDL = (
+    "CREATE TABLE ts_events (position INTEGER PRIMARY KEY, id VARCHAR(64) NOT NULL UNIQUE, "
+    "stream VARCHAR(255) NOT NULL, version INTEGER NOT NULL, type VARCHAR(64) NOT NULL, "
+    "schema_version INTEGER NOT NULL, recorded_at VARCHAR(40) NOT NULL, "
+    "trace_id VARCHAR(255), payload TEXT NOT NULL, hash VARCHAR(64) NOT NULL, "
+    "UNIQUE (stream, version))",
+    "CREATE INDEX ix_ts_events_trace_position ON ts_events (trace_id, position)",
+    "CREATE TABLE ts_blobs (sha256 VARCHAR(64) PRIMARY KEY, size INTEGER NOT NULL, "
+    "data BLOB NOT NULL)",
+)
+
+
+def _payload(attempt: str, sha: str, index: int, element: dict) -> dict:
+    return {"type": "frame.received", "attempt_id": attempt, "api": "bedrock-converse-stream",
+            "native": element, "kinds": ["text_delta"], "event_name": None,
+            "reader": "ingest", "index": index, "capture_sha256": sha, "offset": 0,
+            "length": 0, "observed_at": None}
+
+
+def run_raw(path: Path, db: str) -> int:
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    elements = json.loads(data)
+    conn = sqlite3.connect(db.removeprefix("sqlite:///"), isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
-    conn.execute(
-        "CREATE TABLE ev (position INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, "
-        "stream TEXT NOT NULL, version INTEGER NOT NULL, type TEXT NOT NULL, "
-        "schema_version INTEGER NOT NULL, recorded_at TEXT NOT NULL, trace_id TEXT, "
-        "payload TEXT NOT NULL, hash TEXT NOT NULL, UNIQUE(stream, version))")
-    conn.execute("CREATE INDEX ix_trace ON ev (trace_id, position)")
-    payload = canonical_payload(make_events(1)[0].event).decode("utf-8")  # same size as ours
-    start = time.perf_counter()
-    with paused_gc():
-        rows = [(n + 1, new_event_id(), "attempt:bench", n + 1, "frame.received", 1,
-                 "2026-11-30T00:00:00.000000+00:00", "bench", payload, "0" * 64)
-                for n in range(count)]
+    for ddl in RAW_DDL:
+        conn.execute(ddl)
+    recorded_at = "2026-12-01T00:00:00.000000+00:00"
+    prev, rows = "0" * 64, []
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    for n, element in enumerate(elements, start=1):
+        payload = dumps(_payload("raw", sha, n, element))
+        event_id = uuid.uuid4().hex
+        envelope = (f"{prev}\x1f{n}\x1f{event_id}\x1fattempt:raw\x1f{n}\x1fframe.received"
+                    f"\x1f1\x1f{recorded_at}\x1fraw\x1f")
+        digest = hashlib.sha256(envelope.encode())
+        digest.update(payload.encode())
+        prev = digest.hexdigest()
+        rows.append((n, event_id, "attempt:raw", n, "frame.received", 1, recorded_at, "raw",
+                     payload, prev))
     conn.execute("BEGIN IMMEDIATE")
-    conn.executemany("INSERT INTO ev VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    conn.execute("INSERT INTO ts_blobs VALUES (?,?,?)", (sha, len(data), data))
+    conn.executemany("INSERT INTO ts_events VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
     conn.execute("COMMIT")
-    elapsed = time.perf_counter() - start
     conn.close()
-    return elapsed
+    return len(rows)
 
 
-def time_eventsourcing(folder: Path, count: int) -> float | None:
-    try:
-        from eventsourcing.persistence import StoredEvent
-        from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
-    except ImportError:
-        return None
-    datastore = SQLiteDatastore(str(folder / "es.db"))
-    recorder = SQLiteApplicationRecorder(datastore)
+def run_es(path: Path, db: str) -> int:
+    from eventsourcing.persistence import StoredEvent
+    from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
+
+    data = path.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    recorder = SQLiteApplicationRecorder(SQLiteDatastore(db.removeprefix("sqlite:///")))
     recorder.create_table()
     originator = uuid.uuid4()
-    start = time.perf_counter()
-    # Same work as ours up to the recorder: build and serialise each event's state.
-    with paused_gc():  # the same event building as ours, under the same GC setting
-        stored = [StoredEvent(originator, n + 1, "tracestore.events:FrameReceived",
-                              canonical_payload(event.event))
-                  for n, event in enumerate(make_events(count))]
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    stored = [StoredEvent(originator, n, "tracestore.events:FrameReceived",
+                          dumps(_payload("es", sha, n, element)).encode())
+              for n, element in enumerate(json.loads(data), start=1)]
     recorder.insert_events(stored)
-    return time.perf_counter() - start
+    return len(stored)
 
 
-def build_big_store(path: Path, total: int, per_attempt: int) -> None:
-    """Fill a store fast with raw inserts of valid rows (the lookup is what we measure)."""
-    store = EventStore(f"sqlite:///{path}")
-    store.close()
-    conn = sqlite3.connect(path, isolation_level=None)
-    payload_for = {}
-    conn.execute("BEGIN IMMEDIATE")
-    batch = []
-    for position in range(1, total + 1):
-        attempt = f"a{(position - 1) // per_attempt}"
-        version = (position - 1) % per_attempt + 1
-        if attempt not in payload_for:
-            payload_for = {attempt: json.dumps(
-                {"type": "frame.received", "attempt_id": attempt, "api": "x",
-                 "native": {"n": 1}, "kinds": [], "event_name": None, "reader": None,
-                 "index": None, "capture_sha256": None, "offset": None, "length": None,
-                 "observed_at": None}, separators=(",", ":"))}
-        batch.append((position, str(uuid.uuid4()), f"attempt:{attempt}", version,
-                      "frame.received", 1, "2026-11-30T00:00:00+00:00", attempt,
-                      payload_for[attempt], "0" * 64))
-        if len(batch) == 50_000:
-            conn.executemany("INSERT INTO ts_events VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
-            batch = []
-    if batch:
-        conn.executemany("INSERT INTO ts_events VALUES (?,?,?,?,?,?,?,?,?,?)", batch)
-    conn.execute("COMMIT")
-    conn.close()
+CONTENDERS = {"lib": run_lib, "raw": run_raw, "es": run_es}
 
 
-def time_attempt_load(path: Path, attempt: str, repeats: int = 30) -> float:
-    store = EventStore(f"sqlite:///{path}")
-    store.read(attempt_id=attempt)  # warm the connection and page cache
-    samples = []
-    for _ in range(repeats):
+def one(name: str, path: Path, db: str) -> None:
+    """Child process: run one contender, print seconds and peak RSS as JSON."""
+    start = time.perf_counter()
+    count = CONTENDERS[name](path, db)
+    elapsed = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(json.dumps({"seconds": elapsed, "rss": peak, "count": count}))
+
+
+def measure(name: str, path: Path, db: str) -> dict:
+    """Run a contender in a fresh process; wall time and peak RSS of that process."""
+    if name == "cli":
+        argv = [str(Path(sys.executable).parent / "tracestore"), "ingest", str(path),
+                "--db", db, "--json"]
+    else:
+        argv = [sys.executable, __file__, "--one", name, str(path), db]
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        loaded = store.read(attempt_id=attempt)
-        samples.append(time.perf_counter() - start)
-    assert len(loaded) == 100
-    store.close()
-    return statistics.median(samples)
+        child = subprocess.Popen(argv, stdout=out, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)  # this child's own peak RSS
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if child.returncode != 0:
+            raise SystemExit(f"{name} failed: {err.read().decode()[-2000:]}")
+        if name == "cli":
+            return {"seconds": wall, "rss": usage.ru_maxrss * 1024}
+        return json.loads(out.read().splitlines()[-1])
+
+
+def compare_size(folder: Path, frames: int, rounds: int, names: list[str]) -> None:
+    path = folder / f"projection-{frames}.json"
+    path.write_bytes(make_big_projection(frames))
+    size = path.stat().st_size
+    results: dict[str, list[dict]] = {n: [] for n in names}
+    for round_no in range(rounds):
+        for name in names:
+            db = f"sqlite:///{folder / f'{name}-{frames}-{round_no}.db'}"
+            results[name].append(measure(name, path, db))
+            Path(db.removeprefix("sqlite:///")).unlink(missing_ok=True)
+    best = {n: min(r["seconds"] for r in rs) for n, rs in results.items()}
+    print(f"\n{frames:,} frames + 1 label ({size / MiB:.0f} MiB input), "
+          f"best of {rounds} interleaved rounds, events/s and ratio (higher is better):")
+    for name in names:
+        rss = max(r["rss"] for r in results[name]) / MiB
+        print(f"  {name:<4} {frames / best[name]:>10,.0f} events/s  {best[name]:7.2f} s  "
+              f"peak RSS {rss:6.0f} MiB")
+    for ours in ("cli", "lib"):
+        if ours not in best:
+            continue
+        if "raw" in best:
+            print(f"  {ours}/raw {best['raw'] / best[ours]:5.2f}x   (goal >= 0.6)")
+        if "es" in best:
+            print(f"  {ours}/es  {best['es'] / best[ours]:5.2f}x   (goal >= 1.0)")
+    if "cli" in results:
+        rss = max(r["rss"] for r in results["cli"])
+        print(f"  cli peak RSS {rss / MiB:.0f} MiB; budget 3x input + 100 MiB = "
+              f"{(3 * size + 100 * MiB) / MiB:.0f} MiB")
+
+
+def compare_postgres(folder: Path, url: str, frames: int) -> None:
+    path = folder / f"projection-{frames}.json"
+    if not path.exists():
+        path.write_bytes(make_big_projection(frames))
+    lib = measure("lib", path, url)
+    print(f"\nPostgreSQL ({frames:,} frames, library call): {frames / lib['seconds']:,.0f} "
+          f"events/s ({lib['seconds']:.2f} s), peak RSS {lib['rss'] / MiB:.0f} MiB")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--big", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="interleaved rounds; the best time of each contender counts")
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--only", default="cli,lib,raw,es")
+    parser.add_argument("--pg", default=os.environ.get("TRACESTORE_TEST_PG_URL"))
+    parser.add_argument("--one", nargs=3, metavar=("NAME", "FILE", "DB"))
     args = parser.parse_args()
+    if args.one:
+        name, file, db = args.one
+        one(name, Path(file), db)
+        return
+    names = args.only.split(",")
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        timings: dict[str, list[float]] = {"ours": [], "raw": [], "es": []}
-        for round_no in range(args.rounds):
-            # Interleave the contenders so load from other processes hits all of them.
-            round_dir = folder / f"round{round_no}"
-            round_dir.mkdir()
-            timings["ours"].append(time_tracestore(round_dir, args.events))
-            timings["raw"].append(time_raw_sqlite(round_dir, args.events))
-            es_time = time_eventsourcing(round_dir, args.events)
-            if es_time is not None:
-                timings["es"].append(es_time)
-        ours, raw = min(timings["ours"]), min(timings["raw"])
-        es = min(timings["es"]) if timings["es"] else None
-        print(f"ingest of {args.events:,} frame events in one transaction "
-              f"(best of {args.rounds} interleaved rounds)")
-        print(f"  tracestore           {args.events / ours:>10,.0f} events/s  ({ours:.2f} s)")
-        print(f"  raw sqlite3          {args.events / raw:>10,.0f} events/s  ({raw:.2f} s)")
-        print(f"  ratio ours/raw       {raw / ours:>10.2f}   (goal >= 0.33)")
-        if es is None:
-            print("  eventsourcing        not installed (pip install -e '.[bench]')")
-        else:
-            print(f"  eventsourcing        {args.events / es:>10,.0f} events/s  ({es:.2f} s)")
-            print(f"  ratio ours/es        {es / ours:>10.2f}   (goal >= 1.0)")
-        small, big = folder / "small.db", folder / "big.db"
-        build_big_store(small, 1_000, 100)
-        build_big_store(big, args.big, 100)
-        t_small = time_attempt_load(small, "a5")
-        t_big = time_attempt_load(big, f"a{args.big // 200}")
-        print(f"load one attempt (100 events): store of 1,000 {t_small * 1e3:.2f} ms, "
-              f"store of {args.big:,} {t_big * 1e3:.2f} ms")
-        print(f"  ratio big/small      {t_big / t_small:>10.2f}   (goal <= 2.0)")
+        for frames in (int(s) for s in args.sizes.split(",")):
+            compare_size(Path(tmp), frames, args.rounds, names)
+            if args.pg:
+                compare_postgres(Path(tmp), args.pg, frames)
 
 
 if __name__ == "__main__":

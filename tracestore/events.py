@@ -426,6 +426,33 @@ class NewEvent:
         return f"NewEvent({self.stream!r}, {self.event!r}, id={self.id!r})"
 
 
+class SerializedEvent:
+    """An event to append whose payload is already its canonical JSON bytes.
+
+    The bulk ingest path builds these instead of models: a million ``FrameReceived``
+    models cost more than the rest of an ingest.  The payload must be exactly what
+    ``canonical_payload`` writes for the model (tests check it); ``event`` rebuilds the
+    model on demand for callers that inspect a plan.
+    """
+
+    __slots__ = ("stream", "id", "trace_id", "type", "payload")
+    fresh_id = False
+
+    def __init__(self, stream: str, id: str, trace_id: str | None, type: str,
+                 payload: bytes) -> None:
+        self.stream, self.id, self.trace_id = stream, id, trace_id
+        self.type, self.payload = type, payload
+
+    @property
+    def event(self) -> Any:
+        import json
+
+        return parse_event(json.loads(self.payload))
+
+    def __repr__(self) -> str:
+        return f"SerializedEvent({self.stream!r}, {self.type!r}, id={self.id!r})"
+
+
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
     """An event as recorded: the payload model plus the envelope the store assigned."""

@@ -36,11 +36,16 @@ from tracestore.events import (
     attempt_stream,
     trace_stream,
 )
-from tracestore.providers.base import make_normalizer
+from tracestore.ingest_fast import (
+    MAX_LABELS_PER_PROJECTION, HandOver, PlannedEvents, check_projection, plan_body,
+)
+from tracestore.providers.base import as_map, make_normalizer
 from tracestore.providers.bedrock import EVENT_MEMBERS
 from tracestore.providers.capture import read_capture
 from tracestore.providers.strictjson import strict_loads
-from tracestore.wire import DETECT_HEAD_BYTES, decode_bytes, framing_for_path, make_decoder
+from tracestore.wire import (
+    DETECT_HEAD_BYTES, MAX_FRAMES_PER_CAPTURE, decode_bytes, framing_for_path, make_decoder,
+)
 
 _ID_NAMESPACE = uuid.UUID("5b0c7f3e-29a4-4c1e-9d8e-7a1f0c2b4d6e")
 DRAIN_OUTCOMES = ("clean", "eof", "error", "reset")
@@ -56,7 +61,8 @@ class IngestPlan:
     "``projection`` or ``capture``."
     framing: str
     sha256: str
-    events: list[NewEvent]
+    events: list[NewEvent] | PlannedEvents
+    "A projection's body is generated while it is appended (see ``ingest_fast``)."
     blob: bytes
     frames: int
     drain: str | None
@@ -69,8 +75,12 @@ def event_id(attempt: str, sha256: str, part: str, index: int = 0) -> str:
     A digest of (attempt, input) followed by the part and index, so one ingest's ids sort
     together and append to the id index rather than scattering across it.
     """
-    prefix = hashlib.sha256(f"{_ID_NAMESPACE}\x1f{attempt}\x1f{sha256}".encode()).hexdigest()
-    return f"{prefix[:20]}{_PARTS[part]}{index:011x}"
+    return f"{id_prefix(attempt, sha256)}{_PARTS[part]}{index:011x}"
+
+
+def id_prefix(attempt: str, sha256: str) -> str:
+    """The digest part of ``event_id``: computed once per ingest, not once per event."""
+    return hashlib.sha256(f"{_ID_NAMESPACE}\x1f{attempt}\x1f{sha256}".encode()).hexdigest()[:20]
 
 
 _PARTS = {"trace": "0", "started": "1", "capture": "2", "body": "3", "contract": "4",
@@ -114,12 +124,12 @@ def default_attempt_id(filename: str | None, sha256: str) -> str:
 # -- projections ------------------------------------------------------------------------
 
 def is_label(element: Any) -> bool:
-    return isinstance(element, Mapping) and "local" in element
+    return as_map(element) is not None and "local" in element
 
 
 def projection_api_of(element: Any) -> str | None:
     """Which API a decoded native object belongs to, judged by its shape alone."""
-    if not isinstance(element, Mapping) or not element:
+    if as_map(element) is None or not element:
         return None
     if isinstance(element.get("type"), str):
         return "openai-responses"
@@ -172,6 +182,7 @@ def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
         if not isinstance(element, Mapping):
             raise InputError(f"element {index} is a {type(element).__name__}, not an object",
                              code="invalid_shape", index=index)
+    _check_counts(elements)
     if api == "auto":
         api = detect_projection_api(elements)
     elif api not in PROJECTION_APIS:
@@ -200,6 +211,42 @@ def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
                        origin="synthetic projection", body=body, bindings=bindings)
     return IngestPlan(attempt, trace, api, "projection", "json-array", sha, events, data,
                       len(frames), drain)
+
+
+def _check_counts(elements: Sequence[Any]) -> None:
+    """The frame bound counts native frames; labels have their own (small) bound."""
+    labels = sum(1 for e in elements if is_label(e))
+    if len(elements) - labels > MAX_FRAMES_PER_CAPTURE:
+        raise WireError(f"more than {MAX_FRAMES_PER_CAPTURE} native frames in one projection",
+                        code="frame_count_limit", offset=None)
+    if labels > MAX_LABELS_PER_PROJECTION:
+        raise InputError(f"more than {MAX_LABELS_PER_PROJECTION} local labels in one "
+                         "projection", code="label_count_limit")
+
+
+def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str | None,
+                         trace_id: str | None, api: str,
+                         task: TaskRule | None = None) -> IngestPlan:
+    """``plan_projection`` for a whole JSON array in memory, without holding its elements.
+
+    Raises ``HandOver`` when the input needs the reference path (see ``ingest_fast``).
+    """
+    checked = check_projection(data, api, label_event=_label_event, api_of=projection_api_of)
+    sha = hashlib.sha256(data).hexdigest()
+    attempt = attempt_id or default_attempt_id(filename, sha)
+    trace = trace_id or attempt
+    head = _envelope(attempt, trace, checked.api, sha, len(data), "projection", filename,
+                     task, origin="synthetic projection", body=())
+    prefix = f"{id_prefix(attempt, sha)}{_PARTS['body']}"
+
+    def body() -> Any:
+        return plan_body(checked, attempt=attempt, trace=trace, sha=sha,
+                         body_id=lambda index: f"{prefix}{index:011x}",
+                         label_event=_label_event)
+
+    count = checked.frames + checked.labels
+    return IngestPlan(attempt, trace, checked.api, "projection", "json-array", sha,
+                      PlannedEvents(head, count, body), data, count, checked.drain)
 
 
 def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: str,
@@ -285,7 +332,15 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
     framing = framing_for_path(filename or "", data[:DETECT_HEAD_BYTES])
     if framing == "json-array" and provider in ("auto", *PROJECTION_APIS) and (
             provider in PROJECTION_APIS or _first_element_is_projection(data)):
-        frames, truncation = decode_bytes(data, "json-array", chunk_size=chunk_size)
+        if chunk_size is None:
+            try:
+                return plan_projection_fast(data, filename=filename, attempt_id=attempt_id,
+                                            trace_id=trace_id, api=provider, task=task)
+            except HandOver:
+                pass  # the reference path below reports the exact error (or decodes it)
+        frames, truncation = decode_bytes(
+            data, "json-array", chunk_size=chunk_size,
+            max_frames=MAX_FRAMES_PER_CAPTURE + MAX_LABELS_PER_PROJECTION)
         if truncation is not None:
             raise WireError("the JSON array ends before its closing ']'",
                             code=truncation.code, offset=truncation.offset)

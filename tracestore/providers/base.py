@@ -103,7 +103,8 @@ def as_int(value: Any) -> int | None:
 
 def as_map(value: Any) -> Mapping[str, Any] | None:
     """``value`` if it is a mapping, else ``None``."""
-    return value if isinstance(value, Mapping) else None
+    # Parsed JSON is always a dict: the exact-type test skips the slow ABC check.
+    return value if type(value) is dict or isinstance(value, Mapping) else None
 
 
 def unknown(native_type: str, **fields: Any) -> list[Observation]:

@@ -88,7 +88,7 @@ class BedrockConverseStreamNormalizer(Normalizer):
         self._tool_args: dict[int, list[str]] = {}
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
-        if not isinstance(native, Mapping) or len(native) != 1:
+        if as_map(native) is None or len(native) != 1:
             return unknown(event_name or "<not-a-union-member>")
         (member, body), = native.items()
         if not isinstance(member, str):

@@ -117,6 +117,23 @@ def strict_parse(text: str, *, max_depth: int | None = None) -> Any:
         raise StrictJSONError(str(exc)) from exc
 
 
+_STRICT_DECODER: json.JSONDecoder | None = None
+
+
+def strict_decoder() -> json.JSONDecoder:
+    """One shared decoder with the strict hooks (``json.loads`` with hooks builds a new
+    decoder per call, which cost more than parsing a small frame); use ``raw_decode`` and
+    then ``too_deep`` for the depth bound, as ``strict_loads`` does."""
+    global _STRICT_DECODER
+    if _STRICT_DECODER is None:
+        _STRICT_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant,
+                                           parse_float=_finite_float)
+    return _STRICT_DECODER
+
+
+too_deep = _too_deep
+
+
 def strict_loads(data: str | bytes, *, offset: int | None = None,
                  max_depth: int = MAX_JSON_DEPTH) -> Any:
     """Parse one native payload; key order is kept.

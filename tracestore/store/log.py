@@ -28,8 +28,9 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.bulk import paused_gc
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
-from tracestore.events import (SCHEMA_VERSIONS, NewEvent, StoredEvent, parse_event,
-                               to_json_bytes, upcast)
+from tracestore.events import (
+    SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, parse_event, to_json_bytes, upcast,
+)
 from tracestore.store import engine as engines
 from tracestore.store import migrate
 from tracestore.store.schema import blobs, events
@@ -41,6 +42,7 @@ __all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "VerifyResu
 MAX_POSITION = 2**63 - 1  # positions are 64-bit signed integers in every backend
 _ID_QUERY_CHUNK = 500  # ids per "already stored?" query; well under SQLite's variable limit
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
+_APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
 
 
 def canonical_payload(event: Any) -> bytes:
@@ -171,7 +173,7 @@ class EventStore:
 
     def append_with(
         self,
-        build: Callable[[WriteView], tuple[Sequence[NewEvent], Sequence[bytes]]],
+        build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
         *, expected_versions: Mapping[str, int] | None = None,
     ) -> AppendResult:
         """Run ``build`` inside the write transaction, then append what it returns.
@@ -221,12 +223,13 @@ class EventStore:
             versions.update({stream: version for stream, version in rows})
         return versions
 
-    def _insert(self, conn: Connection, batch: Sequence[NewEvent],
+    def _insert(self, conn: Connection, batch: Iterable[NewEvent | SerializedEvent],
                 expected: Mapping[str, int], head_position: int, head_hash: str,
                 recorded_at: str) -> tuple[list[int], list[str]]:
-        existing = self._existing_ids(conn, [e.id for e in batch if not e.fresh_id])
-        streams = sorted({e.stream for e in batch} | set(expected))
-        versions = self._stream_versions(conn, streams)
+        """Write ``batch`` in chunks of ``_APPEND_CHUNK`` rows, all in the caller's
+        transaction: a lazily planned ingest of a million events never exists in memory
+        at once, and the chain, versions and idempotence carry across chunks."""
+        versions = self._stream_versions(conn, sorted(expected))
         for stream, want in expected.items():
             have = versions.get(stream, 0)
             if have != want:
@@ -234,33 +237,50 @@ class EventStore:
                     f"stream {stream!r} is at version {have}, the append expected {want}",
                     stream=stream, expected=want, actual=have,
                 )
-        rows: list[tuple[Any, ...]] = []
+        known_streams = set(expected)
+        positions: list[int] = []
         skipped: list[str] = []
         seen: set[str] = set()
         position, prev_hash = head_position, head_hash
-        for new in batch:
-            new.fresh_id = False  # once offered to the store, its id may exist: check next time
-            event_id, stream, event = new.id, new.stream, new.event
-            if event_id in existing or event_id in seen:
-                skipped.append(event_id)
-                continue
-            seen.add(event_id)
-            position += 1
-            version = versions.get(stream, 0) + 1
-            versions[stream] = version
-            type_name = event.type
-            schema_version = SCHEMA_VERSIONS[type_name]
-            payload_bytes = canonical_payload(event)
-            digest = chain_hash(prev_hash, position, event_id, stream, version, type_name,
-                                schema_version, recorded_at, new.trace_id, payload_bytes)
-            rows.append((position, event_id, stream, version, type_name, schema_version,
-                         recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
-            prev_hash = digest
-        if rows:
-            # The driver's executemany directly: SQLAlchemy's per-row parameter processing
-            # would double the cost of a large ingest for no added safety.
-            conn.exec_driver_sql(self._insert_sql, rows)
-        return [row[0] for row in rows], skipped
+        for chunk in _chunks(batch, _APPEND_CHUNK):
+            existing = self._existing_ids(conn, [e.id for e in chunk if not e.fresh_id])
+            fresh_streams = sorted({e.stream for e in chunk} - known_streams)
+            versions.update(self._stream_versions(conn, fresh_streams))
+            known_streams.update(fresh_streams)
+            rows: list[tuple[Any, ...]] = []
+            for new in chunk:
+                event_id, stream = new.id, new.stream
+                if new.__class__ is SerializedEvent:
+                    # Ids of one serialized plan are distinct by construction; only the
+                    # store can already hold them, so no ``seen`` entry (1M of them is
+                    # ~100 MiB).
+                    if event_id in existing:
+                        skipped.append(event_id)
+                        continue
+                    type_name, payload_bytes = new.type, new.payload
+                else:
+                    new.fresh_id = False  # once offered to the store, its id may exist
+                    if event_id in existing or event_id in seen:
+                        skipped.append(event_id)
+                        continue
+                    seen.add(event_id)
+                    type_name = new.event.type
+                    payload_bytes = canonical_payload(new.event)
+                position += 1
+                version = versions.get(stream, 0) + 1
+                versions[stream] = version
+                schema_version = SCHEMA_VERSIONS[type_name]
+                digest = chain_hash(prev_hash, position, event_id, stream, version, type_name,
+                                    schema_version, recorded_at, new.trace_id, payload_bytes)
+                rows.append((position, event_id, stream, version, type_name, schema_version,
+                             recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
+                prev_hash = digest
+            if rows:
+                # The driver's executemany directly: SQLAlchemy's per-row parameter
+                # processing would double the cost of a large ingest for no added safety.
+                conn.exec_driver_sql(self._insert_sql, rows)
+                positions.extend(row[0] for row in rows)
+        return positions, skipped
 
     def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
         stored: list[str] = []
@@ -419,6 +439,17 @@ class EventStore:
         with ``expected``, also prove the log still extends that signed head."""
         with self._reader.connect() as conn:
             return verify_log(conn, batch_size=batch_size, expected=expected)
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _to_stored(row: Mapping[str, Any]) -> StoredEvent:

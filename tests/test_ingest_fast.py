@@ -1,0 +1,139 @@
+"""The fast projection path plans exactly what the reference path plans, or hands over.
+
+The reference path (incremental wire decoder + ``plan_projection``) is the specification;
+``chunk_size`` forces it.  Every accepted projection must give the same ids, streams,
+types and payload bytes both ways, and every input the fast path is unsure about must end
+in the reference path's own error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tracestore.errors import InputError, WireError
+from tracestore.events import FrameReceived, SerializedEvent
+from tracestore.ingest import plan_ingest
+from tracestore.ingest_fast import HandOver, MAX_LABELS_PER_PROJECTION, check_projection
+from tracestore.ingest import _label_event, projection_api_of
+from tracestore.store.log import EventStore, canonical_payload
+from tracestore.wire import MAX_FRAMES_PER_CAPTURE
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECTIONS = sorted((ROOT / "fixtures" / "projections").glob("*.json")) + sorted(
+    p for p in (ROOT / "fixtures" / "seed003").glob("*.json"))
+
+
+def _rows(plan) -> list[tuple]:
+    out = []
+    for e in plan.events:
+        payload = e.payload if isinstance(e, SerializedEvent) else canonical_payload(e.event)
+        out.append((e.id, e.stream, e.trace_id, json.loads(payload)["type"], payload))
+    return out
+
+
+def _is_projection(path: Path) -> bool:
+    try:
+        return plan_ingest(path.read_bytes(), filename=path.name, chunk_size=1 << 30).kind \
+            == "projection"
+    except (InputError, WireError):
+        return False
+
+
+CASES = [(p.name, p.read_bytes()) for p in PROJECTIONS if _is_projection(p)] + [
+    ("odd.json", '\t[ {"type":"r","d":"é—😀\\u2028","x":[1.5e300, -0.0, 1e16, 2e-7]} ,\r\n'
+                 '{"local":"stop","by":"user"},{"type":"r","d":"\\u00e9"} ]\n'.encode()),
+    ("bedrock.json", b'[{"messageStart":{"role":"assistant"}},{"contentBlockDelta":'
+                     b'{"contentBlockIndex":0,"delta":{"text":"hi"}}},{"local":"drain",'
+                     b'"outcome":"reset","detail":"x"},{"messageStop":{"stopReason":"x"}}]'),
+]
+
+
+def test_there_are_projection_fixtures_to_compare() -> None:
+    assert len(CASES) >= 5
+
+
+@pytest.mark.parametrize("name, data", CASES, ids=[c[0] for c in CASES])
+def test_fast_and_reference_paths_plan_the_same_bytes(name: str, data: bytes) -> None:
+    fast = plan_ingest(data, filename=name)
+    slow = plan_ingest(data, filename=name, chunk_size=len(data) + 1)
+    assert any(isinstance(e, SerializedEvent) for e in fast.events)
+    assert _rows(fast) == _rows(slow)
+    assert (fast.attempt_id, fast.api, fast.frames, fast.drain, fast.sha256) == \
+        (slow.attempt_id, slow.api, slow.frames, slow.drain, slow.sha256)
+
+
+def test_payloads_are_the_models_own_serialization_for_odd_values() -> None:
+    natives = [{"type": "response.output_text.delta", "delta": "é—😀 \u2028", "n": 1.5e300,
+                "i": 2 ** 70, "f": 0.1, "z": -0.0, "e": 1e16, "l": [True, None, {}]}]
+    data = json.dumps(natives, ensure_ascii=False).encode()
+    (frame,) = [e for e in plan_ingest(data, filename="odd.json").events
+                if isinstance(e, SerializedEvent)]
+    model = FrameReceived.model_validate_json(frame.payload)
+    assert frame.payload == canonical_payload(model)
+    assert frame.event == model
+
+
+def test_non_ascii_offsets_are_byte_offsets() -> None:
+    data = '[ {"type":"a","t":"éé"} ,\n{"type":"b"}]'.encode()
+    frames = [e.event for e in plan_ingest(data, filename="u.json").events
+              if e.event.type == "frame.received"]
+    assert [(f.offset, f.length) for f in frames] == [(2, 23), (28, 12)]
+    assert [data[f.offset:f.offset + f.length] for f in frames] == \
+        ['{"type":"a","t":"éé"}'.encode(), b'{"type":"b"}']
+
+
+@pytest.mark.parametrize("content", [
+    b'\xef\xbb\xbf[{"type":"a"}]',  # a byte-order mark
+    b'[{"type":"a"},,{"type":"b"}]',
+    b'[{"type":"a"}, 42]',
+    b'[{"type":"a","type":"b"}]',
+    b'[{"type":"a","n":NaN}]',
+    b'[{"type":"a"}, {"local":"pause"}]',
+    b'[{"type":"a"}, {"messageStart":{}}]',
+    b'[{"type":"a"}] x',
+    b'[{"type":"a"}',
+    b'[]',
+    b'[{"type":"\xff"}]',
+])
+def test_doubtful_inputs_are_handed_over(content: bytes) -> None:
+    with pytest.raises(HandOver):
+        check_projection(content, "auto", label_event=_label_event, api_of=projection_api_of)
+
+
+def test_a_million_frames_plus_labels_are_within_the_bounds() -> None:
+    # Goal 6: the frame bound counts frames, not the labels around them.
+    assert MAX_FRAMES_PER_CAPTURE == 1_000_000 and MAX_LABELS_PER_PROJECTION >= 2
+    few = b'[{"local":"stop"},{"type":"a"},{"local":"drain","outcome":"clean"}]'
+    checked = check_projection(few, "auto", label_event=_label_event,
+                               api_of=projection_api_of)
+    assert (checked.frames, checked.labels, checked.drain) == (1, 2, "clean")
+
+
+def test_more_labels_than_the_bound_are_refused_by_the_reference_path() -> None:
+    labels = ['{"local":"stop"}'] * (MAX_LABELS_PER_PROJECTION + 1)
+    data = ("[" + ",".join(['{"type":"a"}', *labels]) + "]").encode()
+    with pytest.raises(InputError) as caught:
+        plan_ingest(data, filename="many.json")
+    assert caught.value.code == "label_count_limit"
+
+
+def test_an_ingest_streams_in_chunks_and_keeps_the_chain(tmp_path: Path) -> None:
+    natives = [{"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": f"w{n} "}}}
+               for n in range(12_345)]
+    data = json.dumps([{"messageStart": {"role": "assistant"}}, *natives,
+                       {"messageStop": {"stopReason": "end_turn"}},
+                       {"local": "drain", "outcome": "clean"}]).encode()
+    from tracestore.cli.store_cmds import append_plan
+
+    with EventStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        first = append_plan(store, plan_ingest(data, filename="big.json"))
+        again = append_plan(store, plan_ingest(data, filename="big.json"))
+        assert first.positions == tuple(range(1, 12_352))
+        assert (again.appended, len(again.skipped_ids)) == (0, 12_351)
+        assert store.verify().ok and store.verify().count == 12_351
+        last = store.read(attempt_id="big-" + first.blobs_stored[0][:8])[-1]
+        assert (last.version, last.event.type, last.event.outcome) == \
+            (12_350, "transport.drained", "clean")
