@@ -44,7 +44,7 @@ def _is_projection(path: Path) -> bool:
 
 CASES = [(p.name, p.read_bytes()) for p in PROJECTIONS if _is_projection(p)] + [
     ("odd.json", '\t[ {"type":"r","d":"é—😀\\u2028","x":[1.5e300, -0.0, 1e16, 2e-7]} ,\r\n'
-                 '{"local":"stop","by":"user"},{"type":"r","d":"\\u00e9"} ]\n'.encode()),
+                 '{"local":"stop","by":"user"},{"type":"r","d":"\\ud83d"} ]\n'.encode()),
     ("bedrock.json", b'[{"messageStart":{"role":"assistant"}},{"contentBlockDelta":'
                      b'{"contentBlockIndex":0,"delta":{"text":"hi"}}},{"local":"drain",'
                      b'"outcome":"reset","detail":"x"},{"messageStop":{"stopReason":"x"}}]'),
