@@ -193,9 +193,9 @@ def test_replay_is_one_transaction(db_file: Path) -> None:
 def test_unknown_attempt_and_trace(db_file: Path) -> None:
     run("init", db=db_file)  # an existing store (a missing one is no_store: test_verify_reach)
     code, _, err = run("release", "nope", "--json", db=db_file)
-    assert code == 4 and json.loads(err)["error"] == "not_found"
+    assert code == 4 and json.loads(err)["error"] == "attempt_not_found"
     code, _, err = run("audit", "--trace", "nope", "--json", db=db_file)
-    assert code == 4 and json.loads(err)["error"] == "not_found"
+    assert code == 4 and json.loads(err)["error"] == "trace_not_found"
 
 
 def test_tables_escape_model_text(db_file: Path, tmp_path: Path) -> None:

@@ -259,7 +259,7 @@ def test_otlp_http_refusal_is_reported(source_db: Path) -> None:
 
 def test_export_option_errors(source_db: Path, tmp_path: Path) -> None:
     code, _, stderr = run("export", "--trace", "nope", "--json", db=source_db)
-    assert code == 4 and json.loads(stderr)["error"] == "not_found"
+    assert code == 4 and json.loads(stderr)["error"] == "trace_not_found"
     assert str(source_db) in json.loads(stderr)["message"]
     code, _, stderr = run("export", "--endpoint", "http://127.0.0.1:9/v1/traces", "--json",
                           db=source_db)

@@ -138,7 +138,7 @@ def test_report_command_errors(db_file: Path, tmp_path: Path) -> None:
     assert run("replay", str(SEED / "t7.json"), "--json", db=db_file)[0] == 0
     code, _, stderr = run("report", "nope", "--html", str(tmp_path / "x.html"), "--json",
                           db=db_file)
-    assert code == 4 and json.loads(stderr)["error"] == "not_found"
+    assert code == 4 and json.loads(stderr)["error"] == "trace_not_found"
     code, _, stderr = run("report", "t7", "--json", db=db_file)
     assert code == 2 and json.loads(stderr)["error"] == "missing_option"
     missing = tmp_path / "no-such-folder" / "x.html"

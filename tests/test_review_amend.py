@@ -174,7 +174,7 @@ def test_claim_reading() -> None:
 
 
 @pytest.mark.parametrize("sets, reviewer, code, error", [
-    ([("nope", "x")], "alice", "unknown_field", NotFound),
+    ([("nope", "x")], "alice", "unknown_field", InputError),
     ([("evidence_gap", "   ")], "alice", "empty_value", InputError),
     ([("evidence_gap", "x" * 4001)], "alice", "value_too_long", InputError),
     ([("evidence_gap", "x")], None, "reviewer_required", InputError),

@@ -103,7 +103,7 @@ def test_unknown_template_and_unknown_field() -> None:
     with pytest.raises(NotFound) as info:
         load_template("no-such-template")
     assert info.value.code == "unknown_template" and "trace-review" in info.value.message
-    with pytest.raises(NotFound) as info:
+    with pytest.raises(InputError) as info:
         load_template("trace-review").field("nope")
     assert info.value.code == "unknown_field"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 
 from tracestore.cli.common import app
+from tracestore.cli.help import install as install_help
 
 # Command modules, in help order.  A module that is not present yet is skipped so the CLI
 # keeps working while features land one at a time.
@@ -23,6 +24,9 @@ for _name in _COMMAND_MODULES:
         if exc.name != f"tracestore.cli.{_name}":
             raise
 
+# Plain help pages and JSON usage errors for every command registered above.
+install_help(app)
+
 
 def main() -> None:
     """Entry point: run the app; an unexpected exception is reported as a bug, briefly."""
@@ -30,7 +34,7 @@ def main() -> None:
     import sys
 
     try:
-        app()
+        app(prog_name="tracestore")  # also under python -m tracestore
     except Exception as exc:  # noqa: BLE001 - last resort: bugs, not bad input
         if os.environ.get("TRACESTORE_DEBUG"):
             raise

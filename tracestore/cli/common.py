@@ -32,7 +32,7 @@ app = typer.Typer(
     # Plain Click help: Typer's Rich help formatter imports ~140 ms of Rich and Markdown
     # modules on every `--help`, doubling start-up for a page of text.
     rich_markup_mode=None,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion
     pretty_exceptions_enable=False,
 )
 
@@ -77,6 +77,8 @@ def handles_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TracestoreError as exc:
+            if isinstance(exc, NotFound) and "db" in kwargs:
+                name_database(exc, kwargs["db"])
             report_error(exc, as_json=bool(kwargs.get("as_json")))
             raise typer.Exit(exc.exit_code) from None
         except BrokenPipeError:  # `tracestore events | head`: the reader left; not an error
@@ -89,6 +91,28 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(wrapped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def database_name(db: str | None) -> str:
+    """The database a command used, as a person recognises it (never with a password)."""
+    from sqlalchemy.engine import make_url
+
+    from tracestore.store.engine import resolve_url
+
+    try:
+        url = make_url(resolve_url(db))
+    except TracestoreError:
+        return str(db)
+    if url.get_backend_name() == "sqlite":
+        return url.database or "an in-memory SQLite database"
+    return url.render_as_string(hide_password=True)
+
+
+def name_database(exc: NotFound, db: str | None) -> None:
+    """"no attempt 'x' in the log" → "… in the log of DATABASE": the wrong folder shows."""
+    name = database_name(db)
+    exc.message = f"{exc.message} (database {name})"
+    exc.context.setdefault("database", name)
 
 
 def _silence_stdout() -> None:
@@ -131,7 +155,7 @@ def open_store(db: str | None, *, create: bool = True) -> Iterator[EventStore]:
 
 
 def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = None,
-                     code: str = "not_found") -> str:
+                     code: str = "attempt_not_found") -> str:
     """The trace an attempt belongs to, from the ``attempt.started`` that opens its stream.
 
     Raises ``NotFound`` with ``code`` when the log (as of ``upto``) has no such attempt.

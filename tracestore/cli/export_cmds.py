@@ -59,7 +59,8 @@ def export(
                          "without --out", code="invalid_option")
     with open_store(db) as store:
         if trace is not None and trace not in store.trace_ids():
-            raise NotFound(f"no trace {trace!r} in {store.url}", trace_id=trace)
+            raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
+                           trace_id=trace)
         if fmt is ExportFormat.jsonl:
             from tracestore.export.jsonl import export_lines
 

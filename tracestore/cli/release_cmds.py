@@ -251,7 +251,8 @@ def audit(
         if trace:
             events = store.read(trace_id=trace)
             if not trace_attempts(events, trace):
-                raise NotFound(f"no attempts for trace {trace!r} in the log", trace_id=trace)
+                raise NotFound(f"no attempts for trace {trace!r} in the log", code="trace_not_found",
+                               trace_id=trace)
             report = audit_events(events, trace_id=trace)
         else:
             report = audit_all(store)

@@ -99,7 +99,7 @@ def review(
     out: Annotated[Optional[Path], typer.Option(help="Write the record to FILE (atomically) "
                                                 "instead of printing it.")] = None,
     set_: Annotated[Optional[list[str]], typer.Option(
-        "--set", help="FIELD=VALUE: append a reviewer value (repeatable). Needs --reviewer.")]
+        "--set", help="Append a reviewer value for a field (repeatable). Needs --reviewer.")]
     = None,
     reviewer: Annotated[Optional[str], typer.Option(help="Who sets or approves.")] = None,
     evidence: Annotated[Optional[list[int]], typer.Option(
@@ -110,7 +110,10 @@ def review(
     blank: Annotated[bool, typer.Option(help="Print the empty record (every field UNKNOWN).")]
     = False,
     db: DbOption = None,
-    as_json: JsonOption = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the record as one JSON object (same as --format json): "
+                       "template, attempt, every field with its value, source and evidence "
+                       "positions, and the names of the UNKNOWN fields.")] = False,
 ) -> None:
     """Fill a review record from an attempt's events; amend or approve it by appending."""
     from tracestore.review import (

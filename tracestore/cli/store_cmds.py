@@ -22,8 +22,9 @@ from tracestore.cli.common import (
     handles_errors,
     open_store,
     term_text,
+    trace_of_attempt,
 )
-from tracestore.errors import ChainBroken, InputError
+from tracestore.errors import ChainBroken, InputError, NotFound
 
 # Heavy modules (SQLAlchemy, the pydantic event models, the decoders) are imported inside
 # the commands that use them, so `tracestore --help` and `--version` start fast.
@@ -56,6 +57,15 @@ def init(db: DbOption = None, as_json: JsonOption = False) -> None:
 
 
 def read_input(path: Path) -> bytes:
+    """The bytes of ``path``; ``-`` reads standard input (with the same size limit)."""
+    if str(path) == "-":
+        import sys
+
+        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+        if len(data) > MAX_INPUT_BYTES:
+            raise InputError(f"standard input is over the limit of {MAX_INPUT_BYTES} bytes",
+                             code="input_too_large", path="-")
+        return data
     if not path.exists():
         raise InputError(f"{path} does not exist", code="file_not_found", path=str(path))
     if path.is_dir():
@@ -128,7 +138,8 @@ def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
 @handles_errors
 def ingest(
     file: Annotated[Path, typer.Argument(help="A capture (SSE, NDJSON, JSON array, AWS event "
-                                         "stream) or a JSON array of decoded events.")],
+                                         "stream) or a JSON array of decoded events; - reads "
+                                         "standard input.")],
     attempt: Annotated[Optional[str], typer.Option(help="Attempt id (default: file name + hash).")] = None,
     trace: Annotated[Optional[str], typer.Option(help="Trace id (default: the attempt id).")] = None,
     provider: Annotated[str, typer.Option(
@@ -162,6 +173,7 @@ def ingest(
     from tracestore.ingest import Bindings, plan_ingest
 
     data = read_input(file)
+    name = "stdin" if str(file) == "-" else file.name
     if fmt != "capture":
         from tracestore.agent.ingest import FORMATS, sniff
 
@@ -171,18 +183,21 @@ def ingest(
         if fmt in FORMATS or sniff(data):
             from tracestore.cli.agent_cmds import ingest_agent
 
-            ingest_agent(data, filename=file.name, fmt=fmt, trace=trace, attempt=attempt,
+            ingest_agent(data, filename=name, fmt=fmt, trace=trace, attempt=attempt,
                          cases=cases, db=db, as_json=as_json)
             return
     rule = read_task(task)
     # Contract and binding are checked before anything is decoded or written.
     bindings = Bindings(read_contract(contract) if contract else None, read_binding(binding))
-    with decode_progress(file.name, len(data), quiet=as_json) as progress, paused_gc():
-        plan = plan_ingest(data, filename=file.name, attempt_id=attempt, trace_id=trace,
+    with decode_progress(name, len(data), quiet=as_json) as progress, paused_gc():
+        plan = plan_ingest(data, filename=name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=rule,
                            progress=progress, bindings=bindings)
     with open_store(db) as store:
         result = append_plan(store, plan)
+    warnings = provider_warnings(plan, provider)
+    for warning in warnings:
+        err_console.print(term_text(f"warning: {warning}", "yellow"))
     summary = {
         "attempt_id": plan.attempt_id, "trace_id": plan.trace_id, "api": plan.api,
         "kind": plan.kind, "framing": plan.framing, "sha256": plan.sha256,
@@ -190,6 +205,8 @@ def ingest(
         "skipped": len(result.skipped_ids),
         "positions": [result.positions[0], result.positions[-1]] if result.positions else [],
     }
+    if warnings:
+        summary["warnings"] = warnings
     if as_json:
         emit_json(summary)
         return
@@ -198,9 +215,22 @@ def ingest(
                                 f"({len(result.skipped_ids)} events present, nothing added)"))
         return
     console.print(term_text(
-        f"ingested {plan.frames} frames of {file.name} as attempt {plan.attempt_id} "
+        f"ingested {plan.frames} frames of {name} as attempt {plan.attempt_id} "
         f"(trace {plan.trace_id}, {plan.api}, {plan.framing}, drain {plan.drain or 'none'}): "
         f"{result.appended} events at positions {result.positions[0]}–{result.positions[-1]}"))
+
+
+def provider_warnings(plan: IngestPlan, provider: str) -> list[str]:
+    """A named --provider that recognized none of the frames is almost always the wrong one:
+    the attempt is stored (its bytes are evidence) but can never be released."""
+    if provider == "auto" or plan.frames == 0:
+        return []
+    recognized = sum(1 for e in plan.events if e.event.type == "frame.received"
+                     and set(e.event.kinds) - {"unknown", "raw"})
+    if recognized:
+        return []
+    return [f"--provider {provider} recognized none of the {plan.frames} frames; is this "
+            f"capture from another provider? (--provider auto tells them apart)"]
 
 
 # Inputs at least this large get a progress bar while they decode.
@@ -251,6 +281,16 @@ def stored_to_dict(stored: StoredEvent) -> dict[str, Any]:
     }
 
 
+def _check_names(store: EventStore, attempt: str | None, trace: str | None) -> None:
+    """A filter naming an attempt or trace that does not exist is an error, as in ``audit``
+    (an empty table would read as "that attempt has no events")."""
+    if attempt is not None:
+        trace_of_attempt(store, attempt)
+    if trace is not None and not store.read(trace_id=trace, limit=1):
+        raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
+                       trace_id=trace)
+
+
 @app.command()
 @handles_errors
 def events(
@@ -264,10 +304,11 @@ def events(
     """List events in global order: a table for people, JSON lines with --json.
 
     JSON lines stream in batches (memory stays bounded on any store); the table shows at
-    most TABLE_MAX_ROWS events and says how to page on.
+    most 1000 events and says how to page on.
     """
     filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
     with open_store(db, create=False) as store:
+        _check_names(store, attempt, trace)
         if as_json:
             for stored in store.iter_events(limit=limit, **filters):
                 emit_json_line(stored_to_dict(stored))
@@ -321,6 +362,12 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
     console.print(table)
 
 
+#: What the head hash is, said where it is shown: it covers recording times, so two stores
+#: holding the same events show different heads (only an exact export/import keeps it).
+HEAD_HASH_NOTE = ("the head hash chains every event with the time it was recorded: it names "
+                  "this log, and another store holding the same events has another one")
+
+
 @app.command()
 @handles_errors
 def verify(
@@ -358,6 +405,7 @@ def verify(
         anchored = (f", extends the signed head at position {result.checkpoint_position}"
                     if result.checkpoint_position is not None else "")
         console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}")
+        console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
     assert result.first_broken_position is not None
     raise ChainBroken(f"chain broken at position {result.first_broken_position}: "

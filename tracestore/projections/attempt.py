@@ -406,7 +406,7 @@ def find_start(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
         if isinstance(stored.event, AttemptStarted) and stored.event.attempt_id == attempt_id:
             return stored
     raise NotFound(f"attempt {attempt_id!r} has no attempt.started event in the log",
-                   attempt_id=attempt_id)
+                   code="attempt_not_found", attempt_id=attempt_id)
 
 
 def find_trace(events: Sequence[StoredEvent], trace_id: str) -> TraceOpened | None:

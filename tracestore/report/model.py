@@ -80,7 +80,8 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
     """The report of one trace (``attempts`` narrows the lanes; ``template`` adds records)."""
     all_attempts = trace_attempts(events, trace_id)
     if not all_attempts:
-        raise NotFound(f"no attempts for trace {trace_id!r} in the log", trace_id=trace_id)
+        raise NotFound(f"no attempts for trace {trace_id!r} in the log", code="trace_not_found",
+                       trace_id=trace_id)
     chosen = list(attempts) if attempts else all_attempts
     for attempt_id in chosen:
         if attempt_id not in all_attempts:

@@ -81,13 +81,16 @@ class Template(BaseModel):
         return self
 
     def field(self, name: str) -> TemplateField:
-        """The named field; ``NotFound(unknown_field)`` lists the ones that exist."""
+        """The named field; ``InputError(unknown_field)`` lists the ones that exist.
+
+        A field name is part of what the user typed (``--set FIELD=…``): a wrong one is bad
+        input (exit 2), not a missing record."""
         for f in self.fields:
             if f.name == name:
                 return f
-        raise NotFound(f"template {self.name!r} has no field {name!r}; fields: "
-                       f"{', '.join(f.name for f in self.fields)}", code="unknown_field",
-                       template=self.name, field=name)
+        raise InputError(f"template {self.name!r} has no field {name!r}; fields: "
+                         f"{', '.join(f.name for f in self.fields)}", code="unknown_field",
+                         template=self.name, field=name)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
