@@ -86,6 +86,30 @@ class CaptureStored(_Event):
     filename: str | None = None
 
 
+class CaptureSegment(_Event):
+    """Raw bytes of a live recording, stored as they arrive (``tracestore.recording``).
+
+    A live stream has no whole-capture hash until it ends, and holding it whole would
+    make memory grow with the stream, so the recorder stores it in content-addressed
+    segments.  Every frame lies inside one segment: ``frame.received`` names the segment's
+    ``sha256`` and its offset *within* the segment, so ``blob[offset:offset + length]``
+    is the frame's exact bytes, as with ``capture.stored``.
+    """
+
+    type: Literal["capture.segment"] = "capture.segment"
+    attempt_id: str
+    sha256: str
+    "Content address of this segment's bytes in the blob table."
+    offset: int
+    "Absolute offset of the segment's first byte in the attempt's byte stream."
+    size: int
+    framing: str
+    final: bool = False
+    "True for the last segment (written when the transport drained)."
+    stream_sha256: str | None = None
+    "On the final segment: sha256 of the whole stream (equals an ingest of the same bytes)."
+
+
 class FrameReceived(_Event):
     type: Literal["frame.received"] = "frame.received"
     attempt_id: str
@@ -146,6 +170,8 @@ class ReleaseDecided(_Event):
     decided_at_position: int | None
     "The log position the decision was judged at (the last event considered)."
     answer_sha256: str | None = None
+    rule_version: int | None = None
+    "The task rule version the decision used (1 = the rule ``trace.opened`` holds; None: no rule)."
 
 
 class DestinationWritten(_Event):
@@ -159,6 +185,28 @@ class DestinationWritten(_Event):
     "``harness``: written by tracestore's replay following the policy; ``application``: read from a real app's log."
     observed_at: str | None = None
     "Wall-clock time of the write in the application's log, if recorded (never used to order)."
+
+
+class DestinationReadBack(_Event):
+    """What a destination actually held when the application read it back."""
+
+    type: Literal["destination.read_back"] = "destination.read_back"
+    attempt_id: str
+    destination: Destination
+    text: str
+    sha256: str
+    observed_at: str | None = None
+
+
+class TaskRevised(_Event):
+    """A new version of a trace's task rule (version 1 is the one ``trace.opened`` holds)."""
+
+    type: Literal["task.revised"] = "task.revised"
+    trace_id: str
+    version: int
+    "2, 3, …: one more than the newest version before it."
+    task: TaskRule
+    by: str | None = None
 
 
 class ModelDecision(_Event):
@@ -316,6 +364,7 @@ Event = Annotated[
         ReviewFieldSet, ReviewApproved, RunOpened, ModelCalled, ToolObserved, RunFinished,
         RunGraded,
         ContractBound, RequestBound, FrameRejected,
+        CaptureSegment, DestinationReadBack, TaskRevised,
     ],
     Field(discriminator="type"),
 ]
@@ -327,16 +376,20 @@ EVENT_TYPES: tuple[str, ...] = (
     "model.decision", "review.field_set", "review.approved",
     "run.opened", "model.called", "tool.observed", "run.finished", "run.graded",
     "contract.bound", "request.bound", "frame.rejected",
+    "capture.segment", "destination.read_back", "task.revised",
 )
 
 SCHEMA_VERSIONS: dict[str, int] = {name: 1 for name in EVENT_TYPES}
 SCHEMA_VERSIONS["model.decision"] = 2
+SCHEMA_VERSIONS["release.decided"] = 2
 
 # (type, from_version) -> function upgrading a payload dict one version.  Empty at v1; the
 # hook exists from day one so that a shape change never strands stored rows.
 UPCASTERS: dict[tuple[str, int], Callable[[dict[str, Any]], dict[str, Any]]] = {
     # v2 added the decision's index and whether its verdict was implied by a run result.
     ("model.decision", 1): lambda p: {**p, "index": None, "implied": False},
+    # v2 names the task rule version a decision used; v1 decisions did not record it.
+    ("release.decided", 1): lambda payload: {**payload, "rule_version": None},
 }
 
 

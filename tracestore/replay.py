@@ -25,7 +25,7 @@ from tracestore.contracts.binding import binding_digest, context_of
 from tracestore.contracts.model import load_contract
 from tracestore.errors import InputError
 from tracestore.events import (
-    AttemptStarted, ContractBound, Destination, DestinationWritten, DrainOutcome, FrameReceived, LocalStopped,
+    SCHEMA_VERSIONS, AttemptStarted, ContractBound, Destination, DestinationWritten, DrainOutcome, FrameReceived, LocalStopped,
     NewEvent, ReleaseDecided, RequestBound, SemanticJudged, StoredEvent, TaskRule, TraceOpened,
     TransportDrained, attempt_stream, to_json_bytes, trace_stream,
 )
@@ -277,7 +277,7 @@ class _Planner:
         version = self.versions.get(stream, 0) + 1
         self.versions[stream] = version
         stored = StoredEvent(position=position, id=event_id, stream=stream, version=version,
-                             type=event.type, schema_version=1, recorded_at=self.recorded_at,
+                             type=event.type, schema_version=SCHEMA_VERSIONS[event.type], recorded_at=self.recorded_at,
                              trace_id=self.sc.trace, event=event, hash="")
         self.sim.append(stored)
         for judge in self.judges.values():

@@ -22,7 +22,7 @@ from typing import Any
 from tracestore.agent.codes import AGENT_API
 from tracestore.contracts.binding import context_of
 from tracestore.contracts.judge import ReplyVerdict, judge_reply
-from tracestore.events import AttemptStarted, StoredEvent, TaskRule, TraceOpened
+from tracestore.events import AttemptStarted, StoredEvent, TaskRevised, TaskRule, TraceOpened
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
 from tracestore.projections.semantics import Judgement, judge, sha256_text
@@ -52,6 +52,8 @@ class ReleaseDecision:
     decided_text: str | None = None
     """The candidate as it stood when the outcome became final (text arriving later — a
     late answer after a Stop — is not part of what may be shown)."""
+    rule_version: int | None = None
+    "The task rule version judged under (1 = the rule trace.opened holds; None: no rule)."
 
     def to_dict(self) -> dict[str, Any]:
         """The CLI/JSON contract (``tracestore release ATTEMPT --json``)."""
@@ -203,12 +205,37 @@ def _pending_reasons(fold: AttemptFold) -> tuple[str, ...]:
     return reasons + ((R.AWAITING_DRAIN,) if fold.drain is None else ())
 
 
+@dataclass(frozen=True, slots=True)
+class RuleInForce:
+    rule: TaskRule | None
+    version: int | None
+
+
+def rule_in_force(events: Sequence[StoredEvent], trace_id: str) -> RuleInForce:
+    """The trace's newest task rule in ``events``: ``trace.opened``'s is version 1, each
+    ``task.revised`` names the next.  A decision is judged under the newest rule visible;
+    decisions recorded under an older version stay in the log as they were."""
+    rule: TaskRule | None = None
+    version: int | None = None
+    for stored in events:
+        event = stored.event
+        if isinstance(event, TraceOpened) and event.trace_id == trace_id and version is None:
+            rule, version = event.task, (1 if event.task is not None else None)
+        elif isinstance(event, TaskRevised) and event.trace_id == trace_id:
+            rule, version = event.task, event.version
+    return RuleInForce(rule, version)
+
+
 class ReleaseJudge:
     """Incremental release decision for one attempt: ``feed`` events in position order."""
 
-    def __init__(self, fold: AttemptFold, trace: TraceOpened | None) -> None:
+    def __init__(self, fold: AttemptFold, trace: TraceOpened | None,
+                 task: RuleInForce | None = None) -> None:
         self.fold = fold
-        self.rule = trace.task if trace else None
+        if task is None:
+            task = RuleInForce(trace.task if trace else None,
+                               1 if trace is not None and trace.task is not None else None)
+        self.rule, self.rule_version = task.rule, task.version
         self.outcome: _Outcome | None = None
         self.decided_at: int | None = None
         self.decided_text: str | None = None
@@ -216,13 +243,17 @@ class ReleaseJudge:
         self._judge(fold.start.position)
 
     @classmethod
-    def for_attempt(cls, events: Sequence[StoredEvent], attempt_id: str) -> ReleaseJudge:
+    def for_attempt(cls, events: Sequence[StoredEvent], attempt_id: str,
+                    rule: RuleInForce | None = None) -> ReleaseJudge:
+        """The judge for an attempt: ``events`` must hold its start (and its trace's
+        opening); ``rule`` is the task rule in force when the caller already knows it."""
         fold, trace = start_fold(events, attempt_id)
         if fold.started.api == AGENT_API:  # an agent run: no stream, seed 001's conditions
             from tracestore.agent.release import AgentReleaseJudge
 
             return AgentReleaseJudge(fold, trace)
-        return cls(fold, trace)
+        return cls(fold, trace, rule if rule is not None
+                   else rule_in_force(events, fold.started.trace_id))
 
     def findings(self) -> tuple[Any, ...]:
         """Audit violations the judge itself found (agent runs: admission disagreements)."""
@@ -262,7 +293,8 @@ class ReleaseJudge:
             status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,
             answer=answer, answer_sha256=sha256_text(answer) if answer is not None else None,
             notes=_notes(view, out.status, self.decided_at), judgement=out.judgement,
-            contract=report, decided_text=self.decided_text)
+            contract=report, decided_text=self.decided_text,
+            rule_version=self.rule_version)
 
     def view(self) -> AttemptView:
         return self.fold.view()

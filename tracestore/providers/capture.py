@@ -229,4 +229,10 @@ def read_natives(provider: str, natives: Iterable[Any]) -> list[list[Observation
     return [normalizer.feed(native) for native in natives]
 
 
-__all__ = ["CaptureReading", "NativeFrame", "detect_provider", "read_capture", "read_natives"]
+# Public names for the live recorder (``tracestore.recording``), which decodes incrementally
+# and must interpret frames and vote on providers exactly as ``read_capture`` does.
+native_of = _native_of
+shape_vote = _shape_vote
+
+__all__ = ["CaptureReading", "NativeFrame", "detect_provider", "native_of", "read_capture",
+           "read_natives", "shape_vote"]

@@ -1,1 +1,29 @@
-"""Recording a live application: the Recorder API and SDK stream capture (adapters at the edge)."""
+"""Recording real applications: the live recorder API and the SDK capture wrappers.
+
+``Recorder`` (``from tracestore import Recorder``) appends an application's stream attempts
+as they happen; see ``docs/recording.md``.  Names are imported lazily so that importing
+``tracestore`` (or running ``tracestore --help``) does not load SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_EXPORTS = {
+    "Recorder": "tracestore.recording.recorder",
+    "TraceRecorder": "tracestore.recording.recorder",
+    "AttemptRecorder": "tracestore.recording.recorder",
+    "LiveCapture": "tracestore.recording.stream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracestore.recording' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = list(_EXPORTS)

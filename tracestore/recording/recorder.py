@@ -1,0 +1,359 @@
+"""The live recorder: an application's stream attempts appended to the log as they happen.
+
+    rec = Recorder("sqlite:///app.db")
+    trace = rec.trace("question-42", task={"answer_patterns": ["Paris"]})
+    attempt = trace.attempt(api="anthropic-messages", request={"model": "claude-…"})
+    for chunk in body:             # raw bytes as the application receives them
+        attempt.feed(chunk)
+    attempt.drain()                # clean/eof as the bytes show, or "error"/"reset"
+    attempt.decision().status      # "released", "stopped", "pending", …
+
+Every call is one small transaction (never one held open across the network), so a
+process that dies mid-stream leaves a well-formed prefix: the attempt reads ``pending``
+and ``verify`` passes.  Raw bytes go to content-addressed segments (``stream.py``), so
+memory stays bounded however long the stream is.  One lock per recorder orders every
+append, so attempts fed from several threads or asyncio tasks interleave in the global
+order in which the calls were made; each ``AttemptRecorder`` is bound to its attempt when
+opened — nothing routes by a "current attempt".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import uuid
+from typing import Any, Mapping
+
+from tracestore.errors import ExpectedVersionConflict, InputError, NotFound, StoreError
+from tracestore.events import (
+    AttemptStarted, CaptureSegment, DestinationReadBack, DestinationWritten, FrameReceived,
+    LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
+    trace_stream,
+)
+from tracestore.ingest import DRAIN_OUTCOMES, event_id
+from tracestore.projections.release import ReleaseDecision, decide_release
+from tracestore.projections.semantics import sha256_text, validate_rule
+from tracestore.recording.decisions import record_decisions
+from tracestore.recording.stream import FeedResult, LiveCapture
+
+#: Destinations an application may report writing to (``progress`` is the fixed text).
+APP_DESTINATIONS = ("progress", "ui", "history", "export", "copy")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def as_task_rule(task: TaskRule | Mapping[str, Any] | None) -> TaskRule | None:
+    """A task rule from a ``TaskRule`` or a plain dict; bad or unsafe rules are refused."""
+    if task is None:
+        return None
+    try:
+        rule = task if isinstance(task, TaskRule) else TaskRule.model_validate(task)
+    except ValueError as exc:
+        raise InputError(f"not a task rule: {str(exc).splitlines()[0]}",
+                         code="invalid_task") from exc
+    validate_rule(rule)
+    return rule
+
+
+def _request_settings(request: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if request is None:
+        return None
+    try:
+        return json.loads(json.dumps(dict(request)))  # JSON only: it is stored forever
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"request settings must be JSON values: {exc}",
+                         code="invalid_request") from exc
+
+
+class Recorder:
+    """Records traces and attempts into one event store (SQLite file, memory, PostgreSQL).
+
+    Opening checks the database at once: an unreachable or foreign database raises a
+    ``StoreError`` here, before the application starts streaming.
+    """
+
+    def __init__(self, db: str | None = None, *, store: Any = None) -> None:
+        from tracestore.store.log import EventStore
+
+        self._owns_store = store is None
+        self.store = store if store is not None else _open_store(EventStore, db)
+        self.lock = threading.RLock()
+
+    def trace(self, trace_id: str, *, task: TaskRule | Mapping[str, Any] | None = None,
+              profile: str | None = None, comparison: str | None = None,
+              origin: str = "live recording") -> TraceRecorder:
+        """Open (or join) a trace: one user question and every attempt to answer it."""
+        rule = as_task_rule(task)
+        opened = TraceOpened(trace_id=trace_id, task=rule, profile=profile,
+                             comparison=comparison, origin=origin)
+        new = NewEvent(trace_stream(trace_id), opened, id=event_id(trace_id, "", "trace"),
+                       trace_id=trace_id)
+
+        def build(view: Any) -> tuple[list[NewEvent], list[bytes]]:
+            first = view.read(stream=trace_stream(trace_id), limit=1)
+            if not first:
+                return [new], []
+            known = first[0].event
+            if rule is not None and known.task != rule:
+                raise InputError(f"trace {trace_id!r} already exists with another task rule; "
+                                 "`tracestore task` appends a new version",
+                                 code="trace_conflict", trace_id=trace_id)
+            return [], []
+
+        with self.lock:
+            self.store.append_with(build)
+        return TraceRecorder(self, trace_id)
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _open_store(cls: Any, db: str | None) -> Any:
+    try:
+        return cls(db)
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the driver's own errors, at one boundary
+        from sqlalchemy.exc import SQLAlchemyError
+
+        if isinstance(exc, SQLAlchemyError):
+            raise StoreError(f"cannot open the event store: {getattr(exc, 'orig', exc)}",
+                             code="database_unavailable") from exc
+        raise
+
+
+class TraceRecorder:
+    """A trace being recorded: opens attempts bound to their own reader objects."""
+
+    def __init__(self, recorder: Recorder, trace_id: str) -> None:
+        self.recorder, self.trace_id = recorder, trace_id
+
+    def attempt(self, attempt_id: str | None = None, *, api: str = "auto",
+                framing: str | None = None, retry_of: str | None = None,
+                request: Mapping[str, Any] | None = None,
+                reader: str | None = None) -> AttemptRecorder:
+        """Open an attempt.  With a named ``api`` its start is recorded now (its position
+        decides what it supersedes); with ``api="auto"`` when the first bytes tell the API."""
+        attempt = AttemptRecorder(self, attempt_id or f"att-{uuid.uuid4().hex[:16]}",
+                                  LiveCapture(api, framing), retry_of=retry_of,
+                                  request=_request_settings(request), reader=reader)
+        attempt._check_new()
+        if attempt.capture.api is not None:
+            attempt._write(FeedResult(None))
+        return attempt
+
+    def decisions(self) -> list[ReleaseDecision]:
+        from tracestore.projections.release import decide_all
+
+        with self.recorder.lock:
+            return decide_all(self.recorder.store.read(trace_id=self.trace_id), self.trace_id)
+
+
+class AttemptRecorder:
+    """One attempt's reader: feed it raw bytes, Stop, drain, destinations, read its decision."""
+
+    def __init__(self, trace: TraceRecorder, attempt_id: str, capture: LiveCapture, *,
+                 retry_of: str | None, request: dict[str, Any] | None,
+                 reader: str | None) -> None:
+        self.trace, self.attempt_id, self.capture = trace, attempt_id, capture
+        self.retry_of, self.request = retry_of, request
+        self.reader = reader or f"recorder:{attempt_id}"
+        self.stream = attempt_stream(attempt_id)
+        self.started = False
+        self.drained = False
+        self.failure: StoreError | None = None
+        "Set when an append failed: later calls refuse, so the log keeps a clean prefix."
+
+    @property
+    def _rec(self) -> Recorder:
+        return self.trace.recorder
+
+    @property
+    def api(self) -> str | None:
+        return self.capture.api
+
+    # -- the application's facts ---------------------------------------------------------
+    def feed(self, data: bytes) -> None:
+        """Record raw body bytes as received (any chunking); complete frames become events."""
+        with self._rec.lock:
+            self._usable()
+            result = self.capture.feed(data)
+            self._write(result)
+            if result.decisive:
+                self._decide()
+
+    def stop(self, by: str = "user") -> None:
+        """The application stopped reading (the user's Stop) at this point of the stream."""
+        with self._rec.lock:
+            self._usable()
+            self._require_started("stop")
+            self._append([LocalStopped(attempt_id=self.attempt_id, reader=self.reader, by=by,
+                                       observed_at=_now())])
+            self._decide()
+
+    def drain(self, outcome: str | None = None, detail: str | None = None) -> str:
+        """The transport ended: ``clean``/``eof`` as the bytes show (default), or the
+        ``error``/``reset`` the application saw.  Returns the outcome recorded."""
+        if outcome is not None and outcome not in DRAIN_OUTCOMES:
+            raise InputError(f"drain outcome {outcome!r} is not one of "
+                             f"{', '.join(DRAIN_OUTCOMES)}", code="unknown_drain")
+        with self._rec.lock:
+            self._usable()
+            result = self.capture.close()
+            if not self.started and self.capture.api is None:
+                raise InputError("no bytes arrived to tell the attempt's API from; open it "
+                                 "with api=…", code="unknown_api", attempt_id=self.attempt_id)
+            shown, shown_detail = self.capture.drain_as_shown()
+            outcome = outcome or shown
+            detail = detail if detail is not None else shown_detail
+            drained = TransportDrained(attempt_id=self.attempt_id, outcome=outcome,  # type: ignore[arg-type]
+                                       detail=detail, reader=self.reader, observed_at=_now())
+            self._write(result, final=True, tail=[drained])
+            self.drained = True
+            self._decide()
+            return outcome
+
+    close = drain
+
+    def destination(self, destination: str, text: str) -> None:
+        """What the application wrote to a destination (ui, history, export, copy)."""
+        self._destination(destination, text, readback=False)
+
+    def readback(self, destination: str, text: str) -> None:
+        """What the destination held when the application read it back."""
+        self._destination(destination, text, readback=True)
+
+    def decision(self) -> ReleaseDecision:
+        """The release decision as the log stands now (recomputed by the projection)."""
+        with self._rec.lock:
+            if not self.started:
+                raise NotFound(f"attempt {self.attempt_id!r} is not recorded yet (no bytes told "
+                               "its API)", code="not_started", attempt_id=self.attempt_id)
+            events = self._rec.store.read(trace_id=self.trace.trace_id)
+        return decide_release(events, self.attempt_id)
+
+    # -- internals -----------------------------------------------------------------------
+    def _destination(self, destination: str, text: str, *, readback: bool) -> None:
+        if destination not in APP_DESTINATIONS:
+            raise InputError(f"unknown destination {destination!r}; expected one of "
+                             f"{', '.join(APP_DESTINATIONS)}", code="unknown_destination")
+        if not isinstance(text, str):
+            raise InputError("destination text must be a str", code="invalid_text")
+        with self._rec.lock:
+            if self.failure is not None:
+                raise self.failure
+            self._require_started("destination")
+            cls = DestinationReadBack if readback else DestinationWritten
+            fields: dict[str, Any] = {} if readback else {"source": "application"}
+            self._append([cls(attempt_id=self.attempt_id, destination=destination,  # type: ignore[arg-type]
+                              text=text, sha256=sha256_text(text), observed_at=_now(),
+                              **fields)])
+
+    def _usable(self) -> None:
+        if self.failure is not None:
+            raise StoreError(f"recording of attempt {self.attempt_id!r} failed earlier "
+                             f"({self.failure.code}); it takes no more events",
+                             code="recording_failed", attempt_id=self.attempt_id)
+        if self.drained:
+            raise InputError(f"attempt {self.attempt_id!r} is drained; it takes no more "
+                             "events (a retry is a fresh attempt)", code="attempt_closed",
+                             attempt_id=self.attempt_id)
+
+    def _require_started(self, what: str) -> None:
+        if not self.started:
+            raise InputError(f"cannot record a {what} before the attempt's API is known; open "
+                             "it with api=… or feed its first bytes", code="not_started",
+                             attempt_id=self.attempt_id)
+
+    def _check_new(self) -> None:
+        """Refuse an attempt id already in the log and a retry of an unknown attempt."""
+        store = self._rec.store
+        with self._rec.lock:
+            if store.read(stream=self.stream, limit=1):
+                raise InputError(f"attempt {self.attempt_id!r} is already in the log; a retry "
+                                 "is a fresh attempt", code="attempt_exists",
+                                 attempt_id=self.attempt_id)
+            if self.retry_of is not None:
+                first = store.read(stream=attempt_stream(self.retry_of), limit=1)
+                if not first or first[0].trace_id != self.trace.trace_id:
+                    raise NotFound(f"retry_of names {self.retry_of!r}, which is not an attempt "
+                                   f"of trace {self.trace.trace_id!r}", code="unknown_attempt",
+                                   attempt_id=self.retry_of)
+
+    def _write(self, result: FeedResult, *, final: bool = False,
+               tail: list[Any] | None = None) -> None:
+        events: list[Any] = []
+        starting = not self.started and self.capture.api is not None
+        if starting:
+            events.append(AttemptStarted(
+                attempt_id=self.attempt_id, trace_id=self.trace.trace_id,
+                api=self.capture.api, reader=self.reader, retry_of=self.retry_of,
+                request=self.request, observed_at=_now()))
+        seg = result.segment
+        blobs: list[bytes] = []
+        if seg is not None or final:
+            data = seg.data if seg is not None else b""
+            sha = seg.sha256 if seg is not None else sha256_bytes(b"")
+            offset = seg.offset if seg is not None else self.capture.size
+            events.append(CaptureSegment(
+                attempt_id=self.attempt_id, sha256=sha, offset=offset, size=len(data),
+                framing=self.capture.framing or "unknown", final=final,
+                stream_sha256=self.capture.stream_sha256 if final else None))
+            blobs.append(data)
+            events += [FrameReceived(
+                attempt_id=self.attempt_id, api=self.capture.api or "", native=f.native,
+                kinds=f.kinds, event_name=f.event_name, reader=self.reader, index=f.index,
+                capture_sha256=sha, offset=f.offset - offset, length=f.length)
+                for f in result.frames]
+        events += tail or []
+        if not self.started and self.capture.api is None:
+            return  # the API is not known yet: nothing can be recorded (bytes stay pending)
+        self._append(events, blobs)
+        if starting:
+            self._decide()  # this start supersedes older attempts of the trace
+
+    def _append(self, events: list[Any], blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
+        """One transaction.  The first append expects the attempt stream at version 0, so
+        two writers can never both start one attempt id.  Later appends expect nothing:
+        other writers legitimately add ``release.decided`` to this stream (a retry's start
+        supersedes it), and only this reader ever adds its frames."""
+        if not events:
+            return
+        batch = [NewEvent(self.stream, e, trace_id=self.trace.trace_id) for e in events]
+        expected = None if self.started else {self.stream: 0}
+        try:
+            self._rec.store.append(batch, expected_versions=expected, blob_data=blobs)
+        except ExpectedVersionConflict as exc:
+            self.failure = exc
+            raise InputError(f"attempt {self.attempt_id!r} is already in the log",
+                             code="attempt_exists", attempt_id=self.attempt_id) from exc
+        except StoreError as exc:
+            self.failure = exc
+            raise
+        self.started = True
+
+    def _decide(self) -> None:
+        try:
+            record_decisions(self._rec.store, self.trace.trace_id)
+        except StoreError as exc:
+            self.failure = exc
+            raise
+
+
+def sha256_bytes(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+__all__ = ["APP_DESTINATIONS", "AttemptRecorder", "Recorder", "TraceRecorder", "as_task_rule"]
