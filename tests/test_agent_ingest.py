@@ -115,3 +115,26 @@ def test_a_read_whose_text_does_not_match_its_hash_is_recorded_and_caught() -> N
         (C.ADMISSION_DISAGREEMENT, recorded.proposals[2].verdict_position),
         (C.OUTCOME_DISAGREEMENT, recorded.finished_position),
         (C.USAGE_DISAGREEMENT, recorded.finished_position)]
+
+
+def test_deeply_nested_json_is_a_typed_error(tmp_path: Path, db_file: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_bytes(b'{"decisions": ' + b"[" * 200_000 + b"]" * 200_000 + b"}")
+    exit_code, _, err = run("ingest", str(path), "--format", "agent-result", "--json",
+                            db=db_file)
+    assert (exit_code, json.loads(err)["error"]) == (2, "invalid_json")
+    assert count_events(db_file) == 0
+
+
+def test_the_audit_timeline_shows_verdicts(db_file: Path) -> None:
+    assert run("ingest", str(REPORT), db=db_file)[0] == 0
+    from clihelp import runner
+    from tracestore.cli import app
+
+    result = runner.invoke(app, ["audit", "--trace", "newline-version-agent-1", "--db",
+                                 str(db_file)], env={"COLUMNS": "200"})
+    lines = result.stdout
+    assert "proposes search 'Path read_text newline encoding'" in lines
+    assert "✖ refused search 'Path.read_text newline encoding': duplica…" in lines  # cell cut
+    assert "■ run failed (duplicate_query)" in lines
+    assert "model call 2 (837 tokens)" in lines

@@ -65,7 +65,7 @@ def sniff(data: bytes, head: int = 64 * 1024) -> str | None:
         return None
     try:
         value = json.loads(data)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         return None
     return shape_of(value)
 
@@ -158,8 +158,9 @@ def _trials(value: Any, fmt: str) -> list[Mapping[str, Any]]:
 def parse_agent_file(data: bytes, fmt: str = "auto") -> tuple[str, Any]:
     try:
         value = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(f"the agent run file is not JSON: {exc}", "invalid_json") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _bad(f"the agent run file is not JSON: {type(exc).__name__}: "
+                   f"{str(exc)[:200]}", "invalid_json") from exc
     shape = shape_of(value)
     if fmt == "auto":
         if shape is None:
@@ -300,8 +301,9 @@ def load_cases(data: bytes) -> dict[str, Mapping[str, Any]]:
     """A cases file: ``{"cases": [{id, sources, answer_patterns, forbidden_patterns …}]}``."""
     try:
         value = json.loads(data)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise _bad(f"the cases file is not JSON: {exc}", "invalid_cases") from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _bad(f"the cases file is not JSON: {type(exc).__name__}: {str(exc)[:200]}",
+                   "invalid_cases") from exc
     cases = value.get("cases") if isinstance(value, Mapping) else value
     if not isinstance(cases, list):
         raise _bad("the cases file holds no list of cases", "invalid_cases")

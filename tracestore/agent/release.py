@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracestore.agent import codes as C
 from tracestore.agent.admission import Admission, rederive
 from tracestore.agent.run import gather_run
 from tracestore.events import RunFinished, StoredEvent
@@ -122,7 +121,3 @@ class AgentReleaseJudge(ReleaseJudge):
                                     f.position if f.position is not None
                                     else self.fold.start.position, f.message)
                      for f in self.admission.findings)
-
-
-def is_agent_api(api: str) -> bool:
-    return api == C.AGENT_API

@@ -79,12 +79,6 @@ class RunRecord:
         return self.opened.trial_id or self.attempt_id
 
 
-def is_agent_attempt(started: AttemptStarted) -> bool:
-    from tracestore.agent.codes import AGENT_API
-
-    return started.api == AGENT_API
-
-
 def gather_run(events: Sequence[StoredEvent], attempt_id: str) -> RunRecord | None:
     """The run recorded for ``attempt_id`` (None when the attempt holds no ``run.opened``)."""
     opened: tuple[RunOpened, int] | None = None

@@ -22,6 +22,7 @@ from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
     trace_of_attempt,
 )
+from tracestore.agent.describe import AGENT_EVENT_TYPES
 from tracestore.cli.store_cmds import read_input
 from tracestore.errors import InputError, NotFound, StoreError
 
@@ -383,6 +384,10 @@ def _cell(stored: StoredEvent, normalizers: dict[str, Any]) -> Text:
         return term_text(f"● trace opened ({event.profile or 'profile by api'})", "bold")
     if kind == "semantic.judged":
         return Text(f"semantic {event.verdict}", style="magenta")
+    if kind in AGENT_EVENT_TYPES:
+        from tracestore.agent.describe import describe
+
+        return term_text(describe(event), "magenta", limit=CELL_CHARS)
     if kind == "destination.written":
         return term_text(f"→ {event.destination}: {event.text}", "blue", limit=CELL_CHARS)
     return term_text(kind, "dim")
