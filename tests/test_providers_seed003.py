@@ -256,4 +256,5 @@ def test_registry() -> None:
         make_normalizer("nope")
     assert info.value.code == "unknown_provider"
     assert PROVIDER_NAMES == ("openai-responses", "openai-chat", "anthropic-messages",
-                              "bedrock-converse-stream", "gemini", "xai", "ollama", "app-frames")
+                              "bedrock-converse-stream", "gemini", "xai", "ollama", "app-frames",
+                              "faq-endpoint")

@@ -16,6 +16,7 @@ nothing of its own to show.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ RETRY_LATER = frozenset({
     "invalid_json", "invalid_schema", "interrupted", "stream_error", "untrusted_value",
     "invalid_answer_json", "invalid_answer_schema", "unknown_context_citation", "stopped",
 })
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: Envelope codes that are not release reasons (documented in docs/release-policy.md).
 ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped")
 
@@ -78,6 +80,13 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
         return _cut(structured, text, "truncated", False)
     if status == R.STOPPED:
         return _cut(structured, text, "stopped", True)
+    sent = getattr(view, "sent_envelope", None)
+    if status == R.FAILED and isinstance(sent, dict) and sent.get("state") == "error":
+        # An endpoint's own error envelope (seed 004): keep its code when it is a plain
+        # code word; anything else from the wire is not repeated.
+        code = sent.get("code")
+        return _error(code if isinstance(code, str) and _CODE.fullmatch(code)
+                      else "stream_error")
     if status == R.FAILED:
         return _error("stream_error")
     if status == R.REJECTED and decision.contract is not None and \

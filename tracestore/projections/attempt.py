@@ -15,6 +15,7 @@ be judged at every global position, and the replay planner judges while it plans
 from __future__ import annotations
 
 import re
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,9 @@ from tracestore.events import (
     StoredEvent, TraceOpened, TransportDrained,
 )
 from tracestore.projections import reasons as R
+from tracestore.contracts.events_check import EventRules
 from tracestore.contracts.frames import FrameChecker
+from tracestore.contracts.graphemes import broken_boundaries
 from tracestore.projections.profiles import (
     FrameLimits, INLINE_REASONING_TAGS, Profile, classify_error, classify_terminal, error_name, profile_for,
 )
@@ -145,6 +148,11 @@ class AttemptView:
     "Digest of the request binding recorded for the trace; None when none was recorded."
     binding_checked: bool = False
     "Every frame's ``binding_sha256`` was compared with the recorded binding."
+    sent_envelope: Mapping[str, Any] | None = None
+    "The envelope an endpoint sent in its terminal event (seed 004), as sent."
+    grapheme_splits: tuple[int, ...] = ()
+    """Positions of text deltas that begin inside a grapheme cluster (UAX #29): a display
+    hazard for a screen that draws deltas one by one; reassembly is unaffected."""
 
     @property
     def terminal(self) -> NativeTerminal | None:
@@ -166,6 +174,8 @@ class AttemptFold:
                                      self.bindings.binding_sha256)
                         if profile is not None and profile.frame_rules else None)
         self.frame_failure: Anomaly | None = None
+        self.event_rules = EventRules() if profile is not None and profile.event_rules else None
+        self.sent_envelope: Mapping[str, Any] | None = None
         self.normalizer = _normalizer(self.started.api)
         self.parts: dict[int | None, list[str]] = {}
         self.block_pos: dict[int | None, list[int]] = {}
@@ -236,11 +246,38 @@ class AttemptFold:
                 self.frame_failure = Anomaly(position, code, str(frame.native.get("kind"))
                                              if isinstance(frame.native, Mapping) else "frame",
                                              where)
+        if self.event_rules is not None:
+            self._event_rules(position, frame)
         if self.normalizer is None:
             self._anomaly(position, R.UNKNOWN_NATIVE_FORM, frame.api, "no normalizer")
             return
         for obs in self.normalizer.feed(frame.native, frame.event_name):
             self._observe(position, obs)
+
+    def _event_rules(self, position: int, frame: FrameReceived) -> None:
+        """Seed 004's event contract over what the endpoint sent; the terminal's envelope
+        is kept as sent (the first one: a second terminal is already a broken rule)."""
+        native = frame.native if isinstance(frame.native, Mapping) else {}
+        assert self.event_rules is not None
+        code = self.event_rules.feed(frame.event_name, native.get("text"))
+        if code is not None:
+            self._anomaly(position, code, frame.event_name or "<unnamed>")
+        elif frame.event_name in ("done", "error") and self.sent_envelope is None:
+            self.sent_envelope = native
+
+    def structured_text(self, contract: Any) -> str:
+        """The structured reply to judge: the deltas, or an endpoint envelope's ``result``
+        (whose version is the envelope's ``schema_version``)."""
+        if not (self.profile and self.profile.envelope_frames):
+            return self.text()
+        result = (self.sent_envelope or {}).get("result")
+        if not isinstance(result, Mapping):
+            return ""
+        reply = dict(result)
+        field = contract.doc.version_field if contract is not None else None
+        if field and field not in reply and self.sent_envelope is not None:
+            reply = {field: self.sent_envelope.get("schema_version"), **reply}
+        return json.dumps(reply, ensure_ascii=False)
 
     def _observe(self, position: int, obs: Observation) -> None:
         kind = obs.kind
@@ -384,7 +421,19 @@ class AttemptFold:
             superseded_at=self.superseded_at,
             superseded_by=self.superseded_by, structured=self.structured,
             frame_failure=self.frame_failure, binding_sha256=self.bindings.binding_sha256,
-            binding_checked=bool(self.checker and self.checker.binding_checked and self.frames))
+            binding_checked=bool(self.checker and self.checker.binding_checked and self.frames),
+            sent_envelope=self.sent_envelope, grapheme_splits=self._grapheme_splits())
+
+    def _grapheme_splits(self) -> tuple[int, ...]:
+        found: list[int] = []
+        for block, parts in self.parts.items():
+            # ASCII's only multi-character cluster is CR LF, so an all-ASCII block without a
+            # delta ending in CR cannot split one: skip that common case.
+            if len(parts) > 1 and (not all(p.isascii() for p in parts)
+                                   or any(p.endswith("\r") for p in parts)):
+                positions = self.block_pos[block]
+                found += [positions[i] for i in broken_boundaries(parts)]
+        return tuple(sorted(found))
 
 
 def _normalizer(api: str) -> Normalizer | None:

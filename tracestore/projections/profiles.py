@@ -68,6 +68,11 @@ class Profile:
     frame_rules: bool = False
     "Seed 000's exact application-frame checks (``tracestore.contracts.frames``) apply."
     limits: FrameLimits | None = None
+    event_rules: bool = False
+    "Seed 004's client-side event contract (``tracestore.contracts.events_check``) applies."
+    envelope_frames: bool = False
+    """The terminal event carries seed 004's envelope; a structured reply is its ``result``
+    (re-judged against the trace's contract, never trusted)."""
     reason_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     "Generic reason code → the name this profile's source uses for the same fact."
 
@@ -177,9 +182,20 @@ APP_FRAMES_STRUCTURED = Profile(
     }),
 )
 
+# Seed 004's streaming FAQ endpoint: chunks, then one done/error event carrying the envelope.
+FAQ_ENDPOINT = Profile(
+    name="faq-endpoint",
+    api="faq-endpoint",
+    terminals=(TerminalRule("normal", status="done"),),
+    failure_errors=frozenset({"error"}),
+    event_rules=True,
+    envelope_frames=True,
+    reason_names=MappingProxyType({"native_failure": "endpoint_error"}),
+)
+
 PROFILES: dict[str, Profile] = {p.name: p for p in (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
-    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED,
+    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED, FAQ_ENDPOINT,
 )}
 
 #: The profile an attempt gets when its trace names none.

@@ -99,6 +99,11 @@ CONTROLLED_LOCAL_CANCEL: Final = "controlled_local_cancel"
 CONTROLLED_LOCAL_ERROR: Final = "controlled_local_error"
 MISSING_TERMINAL: Final = "missing_terminal"
 TRANSPORT_IO_ERROR: Final = "transport_io_error"
+# seed 004's endpoint events
+UNKNOWN_EVENT_KIND: Final = "unknown_event_kind"
+EMPTY_CHUNK: Final = "empty_chunk"
+EVENT_AFTER_TERMINAL: Final = "event_after_terminal"
+ENDPOINT_ERROR: Final = "endpoint_error"
 
 # --- agent runs (seed 001, tracestore/agent): reasons ----------------------------------
 AWAITING_RUN_FINISH: Final = "awaiting_run_finish"
@@ -117,6 +122,7 @@ METADATA_ABSENT: Final = "metadata_absent"
 STOP_AFTER_RELEASE: Final = "stop_after_release"
 SUPERSEDED_AFTER_DECISION: Final = "superseded_after_decision"
 FRAMES_AFTER_DECISION: Final = "frames_after_decision"
+GRAPHEME_SPLIT: Final = "grapheme_split"
 
 # --- audit violations ------------------------------------------------------------------
 INELIGIBLE_TEXT_IN_DESTINATION: Final = "ineligible_text_in_destination"
@@ -230,6 +236,13 @@ DESCRIPTIONS: Final[dict[str, str]] = {
                             "native_failure).",
     MISSING_TERMINAL: "The frames ended without a terminal frame (app-frames' name for "
                       "no_native_terminal).",
+    UNKNOWN_EVENT_KIND: "An endpoint event that is not chunk, done or error (seed 004's event "
+                        "contract).",
+    EMPTY_CHUNK: "An endpoint chunk event with no text.",
+    EVENT_AFTER_TERMINAL: "An endpoint event after its done or error event (exactly one "
+                          "terminal event).",
+    ENDPOINT_ERROR: "The endpoint ended with an error event; its envelope's code says why "
+                    "(faq-endpoint's name for native_failure).",
     TRANSPORT_IO_ERROR: "The transport failed while reading (app-frames' name for "
                         "drain_error); the partial trace is kept, never accepted.",
     # notes
@@ -237,6 +250,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",
     SUPERSEDED_AFTER_DECISION: "A newer attempt was opened after this one was decided.",
     FRAMES_AFTER_DECISION: "Native frames arrived after the decision; they changed nothing.",
+    GRAPHEME_SPLIT: "A text delta begins inside a grapheme cluster (UAX #29: a Bangla "
+                    "conjunct, a combining accent, an emoji ZWJ sequence): a display hazard "
+                    "for a screen drawing deltas one by one; reassembly is lossless.",
     # violations
     INELIGIBLE_TEXT_IN_DESTINATION: "A destination holds text of an attempt that was not "
                                     "released.",

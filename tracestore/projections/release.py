@@ -178,10 +178,10 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
 def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
     """A structured reply, parsed only now (normal ending, clean drain): the contract
     judges it, then the task rule (if any) judges its answer field."""
-    text = fold.text()
+    contract = fold.bindings.contract
+    text = fold.structured_text(contract)
     if not text.strip():
         return _Outcome(R.HELD, (R.EMPTY_ANSWER,))  # seed 004's ``empty`` state
-    contract = fold.bindings.contract
     if contract is None:
         return _Outcome(R.HELD, (R.NO_CONTRACT,))
     binding = fold.bindings.binding
@@ -308,6 +308,8 @@ def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str,
     if (terminal is not None and terminal.outcome == "normal" and view.usage is None
             and (decided_at is None or terminal.position <= decided_at)):
         notes.append(R.METADATA_ABSENT)
+    if view.grapheme_splits:
+        notes.append(R.GRAPHEME_SPLIT)
     if decided_at is not None:
         if status == R.RELEASED and view.stop_position is not None:
             notes.append(R.STOP_AFTER_RELEASE)

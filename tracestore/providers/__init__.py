@@ -15,6 +15,7 @@ from tracestore.providers import gemini as _gemini  # noqa: F401
 from tracestore.providers import xai as _xai  # noqa: F401
 from tracestore.providers import ollama as _ollama  # noqa: F401
 from tracestore.providers import app_frames as _app_frames  # noqa: F401
+from tracestore.providers import faq_endpoint as _faq_endpoint  # noqa: F401
 from tracestore.providers.app_frames import binding_digest
 from tracestore.providers.bedrock import bedrock_native_from_message
 

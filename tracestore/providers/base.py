@@ -25,7 +25,7 @@ __all__ = [
 #: Stable provider names (they appear on the CLI and in stored events).
 PROVIDER_NAMES: tuple[str, ...] = (
     "openai-responses", "openai-chat", "anthropic-messages", "bedrock-converse-stream",
-    "gemini", "xai", "ollama", "app-frames",
+    "gemini", "xai", "ollama", "app-frames", "faq-endpoint",
 )
 
 #: name → normalizer class; filled by :func:`register` when the provider modules import.

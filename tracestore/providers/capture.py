@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Mapping
 from tracestore.errors import InputError, WireError
 from tracestore.providers.app_frames import FRAME_KINDS
 from tracestore.providers.base import make_normalizer
+from tracestore.providers.faq_endpoint import EVENT_NAMES as FAQ_EVENTS, is_chunk, is_envelope
 from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
 from tracestore.providers.observations import Observation
 from tracestore.providers.strictjson import strict_loads
@@ -160,7 +161,10 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
     """
     if framing == "aws-eventstream":
         return "bedrock-converse-stream"
-    for _event_name, native in first_natives:
+    for event_name, native in first_natives:
+        # Seed 004's FAQ endpoint names its events and sends text-only chunks or envelopes.
+        if event_name in FAQ_EVENTS and (is_chunk(native) or is_envelope(native)):
+            return "faq-endpoint"
         vote = _shape_vote(native)
         if vote is not None:
             return vote
