@@ -51,6 +51,33 @@ _ID_NAMESPACE = uuid.UUID("5b0c7f3e-29a4-4c1e-9d8e-7a1f0c2b4d6e")
 DRAIN_OUTCOMES = ("clean", "eof", "error", "reset")
 PROJECTION_APIS = ("openai-responses", "bedrock-converse-stream")
 
+#: ``ingest --origin`` values and the words seed 003's record uses for them.  A decoded JSON
+#: array may be a synthetic projection or a real capture someone decoded, and only the
+#: person ingesting it knows which, so a projection's origin is never assumed.
+ORIGINS = {"synthetic": "synthetic projection", "decoded": "decoded capture",
+           "capture": "framed capture"}
+#: The origin a raw capture gets with ``--origin synthetic`` (hand-built framed bytes).
+SYNTHETIC_CAPTURE = "synthetic framed capture"
+
+
+def origin_label(origin: str | None, kind: str) -> str | None:
+    """The stored origin for ``--origin`` on a ``projection`` or ``capture`` input."""
+    if origin is None:
+        return ORIGINS["capture"] if kind == "capture" else None
+    if origin not in ORIGINS:
+        raise InputError(f"--origin {origin!r} is not one of {', '.join(ORIGINS)}",
+                         code="unknown_origin")
+    if kind == "capture":
+        if origin == "decoded":
+            raise InputError("--origin decoded is for a JSON array of decoded events; this "
+                             "input is framed capture bytes", code="origin_mismatch")
+        return SYNTHETIC_CAPTURE if origin == "synthetic" else ORIGINS["capture"]
+    if origin == "capture":
+        raise InputError("--origin capture is for raw framed bytes; this input is a JSON "
+                         "array of decoded events (use synthetic or decoded)",
+                         code="origin_mismatch")
+    return ORIGINS[origin]
+
 
 @dataclass(frozen=True)
 class IngestPlan:
@@ -175,8 +202,9 @@ def _opt_str(value: Any) -> str | None:
 def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
                     filename: str | None, attempt_id: str | None, trace_id: str | None,
                     api: str, task: TaskRule | None = None,
-                    bindings: Bindings | None = None) -> IngestPlan:
+                    bindings: Bindings | None = None, origin: str | None = None) -> IngestPlan:
     """Plan the events for a decoded projection: ``frames`` are (offset, length, element)."""
+    label = origin_label(origin, "projection")
     elements = [element for _, _, element in frames]
     for index, element in enumerate(elements):
         if not isinstance(element, Mapping):
@@ -208,7 +236,7 @@ def plan_projection(frames: Sequence[tuple[int, int, Any]], data: bytes, *,
                                   capture_sha256=sha, offset=offset, length=length)
         body.append(event)
     events = _envelope(attempt, trace, api, sha, len(data), "projection", filename, task,
-                       origin="synthetic projection", body=body, bindings=bindings)
+                       origin=label, body=body, bindings=bindings)
     return IngestPlan(attempt, trace, api, "projection", "json-array", sha, events, data,
                       len(frames), drain)
 
@@ -250,7 +278,7 @@ def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str |
 
 
 def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: str,
-              filename: str | None, task: TaskRule | None, *, origin: str,
+              filename: str | None, task: TaskRule | None, *, origin: str | None,
               body: Sequence[Any], bindings: Bindings | None = None) -> list[NewEvent]:
     """trace.opened (then contract/request bindings), attempt.started, capture.stored, then
     the body, with stable ids."""
@@ -274,8 +302,9 @@ def _envelope(attempt: str, trace: str, api: str, sha: str, size: int, framing: 
 
 def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id: str | None,
                  trace_id: str | None, task: TaskRule | None = None,
-                 bindings: Bindings | None = None) -> IngestPlan:
+                 bindings: Bindings | None = None, origin: str | None = None) -> IngestPlan:
     """Plan the events for a decoded capture (a ``providers.capture.CaptureReading``)."""
+    label = origin_label(origin, "capture")
     sha = hashlib.sha256(data).hexdigest()
     attempt = attempt_id or default_attempt_id(filename, sha)
     trace = trace_id or attempt
@@ -294,7 +323,7 @@ def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id:
     body.append(TransportDrained(attempt_id=attempt, outcome=drain, detail=detail,
                                  reader="ingest"))
     events = _envelope(attempt, trace, reading.provider, sha, len(data), reading.framing,
-                       filename, task, origin="framed capture", body=body, bindings=bindings)
+                       filename, task, origin=label, body=body, bindings=bindings)
     return IngestPlan(attempt, trace, reading.provider, "capture", reading.framing, sha,
                       events, data, len(reading.frames), drain)
 
@@ -322,11 +351,14 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
                 trace_id: str | None = None, provider: str = "auto",
                 chunk_size: int | None = None, task: TaskRule | None = None,
                 progress: Callable[[int], None] | None = None,
-                bindings: Bindings | None = None) -> IngestPlan:
+                bindings: Bindings | None = None, origin: str | None = None) -> IngestPlan:
     """Decide whether ``data`` is a projection or a capture, and plan its events.
 
-    ``progress`` hears how many bytes of a capture have been decoded (for progress bars).
+    ``progress`` hears how many bytes of a capture have been decoded (for progress bars);
+    ``origin`` is ``--origin`` (see ``ORIGINS``), checked against the kind of input.
     """
+    if origin is not None and origin not in ORIGINS:
+        origin_label(origin, "capture")  # raises unknown_origin before any decoding
     if not data.strip():
         raise InputError("the input is empty", code="empty_input")
     framing = framing_for_path(filename or "", data[:DETECT_HEAD_BYTES])
@@ -346,11 +378,12 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
                             code=truncation.code, offset=truncation.offset)
         parsed = [(f.offset, f.length, strict_loads(f.text, offset=f.offset)) for f in frames]
         return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
-                               trace_id=trace_id, api=provider, task=task, bindings=bindings)
+                               trace_id=trace_id, api=provider, task=task, bindings=bindings,
+                               origin=origin)
     reading = read_capture(data, provider=provider, framing=framing, filename=filename,
                            chunk_size=chunk_size, progress=progress, keep_partial=True)
     return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,
-                        trace_id=trace_id, task=task, bindings=bindings)
+                        trace_id=trace_id, task=task, bindings=bindings, origin=origin)
 
 
 def _first_element_is_projection(data: bytes, piece: int = 64 * 1024) -> bool:

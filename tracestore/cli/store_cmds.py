@@ -104,6 +104,12 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
                 f"trace {plan.trace_id!r} already exists with another task rule; a trace has "
                 "one task, so choose another --trace or leave out --task",
                 code="trace_conflict", trace_id=plan.trace_id)
+        new_origin = plan.events[0].event.origin
+        if opened and new_origin is not None and opened[0].event.origin != new_origin:
+            raise InputError(
+                f"trace {plan.trace_id!r} already exists with origin "
+                f"{opened[0].event.origin or 'not stated'!r}; a trace has one origin, so "
+                "choose another --trace", code="trace_conflict", trace_id=plan.trace_id)
         _check_bindings(view, plan)
         first = view.read(stream=attempt_stream(plan.attempt_id), limit=1)
         if first and first[0].id != plan.events[1].id:
@@ -160,6 +166,10 @@ def ingest(
     binding: Annotated[Optional[Path], typer.Option(
         help="Request binding JSON file (messages, request hash, schema, corpus identity, "
              "selected_context): frames and citations are checked against it.")] = None,
+    origin: Annotated[Optional[str], typer.Option(
+        help="Where the input came from: synthetic (hand-built), decoded (a real capture "
+             "decoded into a JSON array) or capture (raw framed bytes, the default for "
+             "them). A JSON array without it says its origin was not stated.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -192,7 +202,7 @@ def ingest(
     with decode_progress(name, len(data), quiet=as_json) as progress, paused_gc():
         plan = plan_ingest(data, filename=name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=rule,
-                           progress=progress, bindings=bindings)
+                           progress=progress, bindings=bindings, origin=origin)
     with open_store(db) as store:
         result = append_plan(store, plan)
     warnings = provider_warnings(plan, provider)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import CaptureStored, ModelDecision, SemanticJudged
+from tracestore.events import CaptureStored, FrameReceived, ModelDecision, SemanticJudged
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
 from tracestore.review.context import Derived, ReviewContext, deriver
@@ -36,13 +36,68 @@ def _setting(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+#: Where providers name the model inside a native event: top-level keys, then the same
+#: keys one level down in the envelopes that nest the response (Responses, Messages).
+_MODEL_KEYS = ("model", "modelVersion")
+_MODEL_ENVELOPES = ("response", "message", "interaction")
+
+
+def _model_in(native: object) -> str | None:
+    if not isinstance(native, dict):
+        return None
+    for holder in (native, *(native.get(e) for e in _MODEL_ENVELOPES)):
+        if isinstance(holder, dict):
+            for key in _MODEL_KEYS:
+                if isinstance(holder.get(key), str) and holder[key]:
+                    return str(holder[key])
+    return None
+
+
+def observed_model(ctx: ReviewContext) -> tuple[str, int] | None:
+    """The model the attempt's own bytes name first, and the position of that frame."""
+    for stored in ctx.attempt_events():
+        if isinstance(stored.event, FrameReceived):
+            model = _model_in(stored.event.native)
+            if model is not None:
+                return model, stored.position
+    return None
+
+
+def _model_part(ctx: ReviewContext) -> tuple[str, int | None]:
+    seen = observed_model(ctx)
+    if seen is None:
+        return "model UNKNOWN (the bytes do not name it)", None
+    return f"model {seen[0]} (named by the bytes at #{seen[1]})", seen[1]
+
+
+def _request_part(ctx: ReviewContext) -> str:
+    request = "; ".join(f"{k}={_setting(v)}" for k, v in (ctx.started.request or {}).items())
+    return f"request settings: {request}" if request else (
+        "request settings UNKNOWN (not recorded, not in the bytes)")
+
+
 @deriver("attempt_profile")
 def attempt_profile(ctx: ReviewContext) -> Derived:
-    """API, profile and request settings the attempt was opened with."""
+    """API, profile, the model the bytes name, and the request settings recorded."""
     s = ctx.started
-    request = "; ".join(f"{k}={_setting(v)}" for k, v in (s.request or {}).items())
-    return Derived.of(f"api {s.api}; profile {ctx.view.profile or 'none fits'}; "
-                      f"request settings: {request or 'not recorded'}", *_profile_cites(ctx))
+    model, model_at = _model_part(ctx)
+    return Derived.of(f"api {s.api}; profile {ctx.view.profile or 'none fits'}; {model}; "
+                      f"{_request_part(ctx)}", *_profile_cites(ctx), model_at)
+
+
+@deriver("source_settings")
+def source_settings(ctx: ReviewContext) -> Derived | None:
+    """The comparison as recorded, else the API and the model the bytes name; UNKNOWN when
+    neither the trace nor the bytes say anything about the source."""
+    recorded = comparison(ctx)
+    if recorded is not None:
+        return recorded
+    seen = observed_model(ctx)
+    if seen is None and not ctx.started.request:
+        return None
+    model, model_at = _model_part(ctx)
+    return Derived.of(f"api {ctx.started.api}; {model}; {_request_part(ctx)}",
+                      ctx.start.position, model_at)
 
 
 @deriver("reader_revision")
@@ -133,8 +188,13 @@ def trace_origin(ctx: ReviewContext) -> Derived | None:
     captures = [e for e in ctx.attempt_events() if isinstance(e.event, CaptureStored)]
     if ctx.trace is None and not captures:
         return None
-    origin = (ctx.trace.origin if ctx.trace else None) or "origin not recorded"
-    parts = [origin]
+    origin = ctx.trace.origin if ctx.trace else None
+    if origin is None and any(c.event.framing == "projection" for c in captures):
+        # A decoded JSON array may be synthetic or a real capture someone decoded: only
+        # ``ingest --origin`` can say which, and nothing here guesses.
+        origin = ("origin not stated: a decoded JSON array, synthetic projection or decoded "
+                  "capture (ingest --origin says which)")
+    parts = [origin or "origin not recorded"]
     for c in captures:
         ev = c.event
         parts.append(f"capture {ev.filename or 'unnamed'} ({ev.framing}, {ev.size} bytes, "
