@@ -254,7 +254,7 @@ def _check_counts(elements: Sequence[Any]) -> None:
 
 def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str | None,
                          trace_id: str | None, api: str,
-                         task: TaskRule | None = None) -> IngestPlan:
+                         task: TaskRule | None = None, origin: str | None = None) -> IngestPlan:
     """``plan_projection`` for a whole JSON array in memory, without holding its elements.
 
     Raises ``HandOver`` when the input needs the reference path (see ``ingest_fast``).
@@ -264,7 +264,7 @@ def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str |
     attempt = attempt_id or default_attempt_id(filename, sha)
     trace = trace_id or attempt
     head = _envelope(attempt, trace, checked.api, sha, len(data), "projection", filename,
-                     task, origin="synthetic projection", body=())
+                     task, origin=origin_label(origin, "projection"), body=())
     prefix = f"{id_prefix(attempt, sha)}{_PARTS['body']}"
 
     def body() -> Any:
@@ -367,7 +367,8 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
         if chunk_size is None:
             try:
                 return plan_projection_fast(data, filename=filename, attempt_id=attempt_id,
-                                            trace_id=trace_id, api=provider, task=task)
+                                            trace_id=trace_id, api=provider, task=task,
+                                            origin=origin)
             except HandOver:
                 pass  # the reference path below reports the exact error (or decodes it)
         frames, truncation = decode_bytes(
