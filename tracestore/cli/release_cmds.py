@@ -9,21 +9,21 @@ are exactly the ones the store assigns.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
     trace_of_attempt,
 )
-from tracestore.agent.describe import AGENT_EVENT_TYPES
 from tracestore.cli.store_cmds import read_input
+from tracestore.cli.tables import (  # noqa: F401 - rendering lives there; names kept here
+    CELL_CHARS, decision_table, destinations_table, print_reasons, print_violations, timeline,
+)
 from tracestore.errors import InputError, NotFound, StoreError
 
 # The projections, the pydantic event models and SQLAlchemy are imported inside the
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from tracestore.replay import Scenario
     from tracestore.store.log import EventStore, WriteView
 
-#: Characters of model text shown per timeline cell / table cell (the JSON is never cut).
-CELL_CHARS = 60
 
 
 # -- loading -----------------------------------------------------------------------------
@@ -146,7 +144,7 @@ def release(
         return
     console.print(decision_table([decision], title=f"release decision for {attempt}"
                                  + (f" as of position {at}" if at is not None else "")))
-    _print_reasons([decision])
+    print_reasons([decision])
     if decision.answer is not None:
         console.print(Text.assemble(("answer: ", "bold"), term_text(decision.answer)))
     _print_contract(decision)
@@ -221,15 +219,16 @@ def _print_replay(path: Path, scenario: Scenario, planned: list[NewEvent] | None
     from tracestore.projections import audit as audit_events
     from tracestore.projections import decide_all
 
+    report = audit_events(events, trace_id=scenario.trace)
     if planned is None:
         note = f"{path.name}: already replayed (trace {scenario.trace}), nothing appended"
         console.print(term_text(note, "dim"))
     else:
-        console.print(timeline(events, scenario.trace))
+        console.print(timeline(events, scenario.trace, report.violations))
     title = f"trace {scenario.trace}" + ("" if planned is None
                                          else f": {len(planned)} events appended")
     console.print(decision_table(decide_all(events, scenario.trace), title=title))
-    _print_violations(audit_events(events, trace_id=scenario.trace))
+    print_violations(report)
 
 
 @app.command()
@@ -261,9 +260,9 @@ def audit(
         emit_json(report.to_dict())
     else:
         if trace:
-            console.print(timeline(events, trace))
+            console.print(timeline(events, trace, report.violations))
         console.print(destinations_table(report))
-        _print_violations(report)
+        print_violations(report)
     if strict and report.violations:
         raise typer.Exit(1)
 
@@ -285,131 +284,3 @@ def audit_all(store: EventStore) -> AuditReport:
         violations.extend(report.violations)
     violations.sort(key=lambda v: v.position)
     return AuditReport(tuple(attempts), tuple(violations))
-
-
-# -- rendering ---------------------------------------------------------------------------
-
-def decision_table(decisions: Sequence[ReleaseDecision], title: str) -> Table:
-    table = Table(title=term_text(title))
-    for column in ("attempt", "status", "eligible", "decided at", "reasons", "notes", "answer"):
-        table.add_column(column, overflow="fold")
-    for d in decisions:
-        style = "green" if d.eligible else ("yellow" if d.status == "pending" else "red")
-        table.add_row(term_text(d.attempt_id), Text(d.status, style=style),
-                      "yes" if d.eligible else "no",
-                      "—" if d.decided_at_position is None else str(d.decided_at_position),
-                      ", ".join(d.reasons), ", ".join(d.notes),
-                      term_text(d.answer, limit=CELL_CHARS) if d.answer is not None else "—")
-    return table
-
-
-def _print_reasons(decisions: Sequence[ReleaseDecision]) -> None:
-    from tracestore.projections.reasons import DESCRIPTIONS
-
-    codes = dict.fromkeys(c for d in decisions for c in (*d.reasons, *d.notes))
-    for code in codes:
-        console.print(Text.assemble((f"  {code}", "bold"), f": {DESCRIPTIONS.get(code, '')}"))
-
-
-def destinations_table(report: AuditReport) -> Table:
-    from tracestore.events import ANSWER_DESTINATIONS
-
-    table = Table(title="destinations")
-    table.add_column("attempt")
-    table.add_column("status")
-    for name in ANSWER_DESTINATIONS:
-        table.add_column(name, overflow="fold")
-    for a in report.attempts:
-        cells = []
-        for name in ANSWER_DESTINATIONS:
-            entries = a.destinations[name]
-            cells.append(Text("\n").join(
-                term_text(f"@{e.position} {e.sha256[:12]} {e.text}", limit=CELL_CHARS)
-                for e in entries) if entries else Text("—", style="dim"))
-        table.add_row(term_text(a.attempt_id), a.decision.status, *cells)
-    return table
-
-
-def _print_violations(report: AuditReport) -> None:
-    if not report.violations:
-        console.print(Text("no violations", style="green"))
-        return
-    table = Table(title=f"{len(report.violations)} violations", title_style="bold red")
-    for column in ("pos", "code", "attempt", "destination", "what"):
-        table.add_column(column, overflow="fold")
-    for v in report.violations:
-        table.add_row(str(v.position), v.code, term_text(v.attempt_id), v.destination,
-                      term_text(v.message))
-    console.print(table)
-
-
-def timeline(events: Sequence[StoredEvent], trace_id: str) -> Table:
-    """One row per global position, one column per attempt: interleavings side by side."""
-    from tracestore.projections import trace_attempts
-
-    attempts = trace_attempts(events, trace_id)
-    table = Table(title=term_text(f"timeline of trace {trace_id}"))
-    table.add_column("pos", justify="right")
-    table.add_column("trace")
-    for attempt_id in attempts:
-        table.add_column(term_text(attempt_id), overflow="fold")
-    normalizers: dict[str, Any] = {}
-    for stored in events:
-        owner = stored.attempt_id
-        if stored.trace_id != trace_id and owner not in attempts:
-            continue
-        cells: list[Text | str] = [""] * (1 + len(attempts))
-        index = attempts.index(owner) + 1 if owner in attempts else 0
-        cells[index] = _cell(stored, normalizers)
-        table.add_row(str(stored.position), *cells)
-    return table
-
-
-def _cell(stored: StoredEvent, normalizers: dict[str, Any]) -> Text:
-    event = stored.event
-    kind = stored.type
-    if kind == "frame.received":
-        return _frame_cell(event, normalizers)
-    if kind == "attempt.started":
-        retry = f" (retry of {event.retry_of})" if event.retry_of else ""
-        return term_text(f"▶ open {event.reader or ''} {event.api}{retry}", "bold")
-    if kind == "local.stopped":
-        return Text("■ STOP", style="bold red")
-    if kind == "transport.drained":
-        return Text(f"⏚ drain {event.outcome}", style="cyan")
-    if kind == "release.decided":
-        style = "bold green" if event.eligible else "bold red"
-        return Text(f"⚖ {event.status} @{event.decided_at_position}", style=style)
-    if kind == "trace.opened":
-        return term_text(f"● trace opened ({event.profile or 'profile by api'})", "bold")
-    if kind == "semantic.judged":
-        return Text(f"semantic {event.verdict}", style="magenta")
-    if kind in AGENT_EVENT_TYPES:
-        from tracestore.agent.describe import describe
-
-        return term_text(describe(event), "magenta", limit=CELL_CHARS)
-    if kind == "destination.written":
-        return term_text(f"→ {event.destination}: {event.text}", "blue", limit=CELL_CHARS)
-    return term_text(kind, "dim")
-
-
-def _frame_cell(event: Any, normalizers: dict[str, Any]) -> Text:
-    from tracestore.providers.base import make_normalizer
-
-    normalizer = normalizers.get(event.attempt_id)
-    if normalizer is None:
-        try:
-            normalizer = normalizers[event.attempt_id] = make_normalizer(event.api)
-        except InputError:
-            return term_text(",".join(event.kinds) or "frame", "dim")
-    parts = []
-    for obs in normalizer.feed(event.native, event.event_name):
-        if obs.kind in ("text_delta", "final_text"):
-            parts.append(f"{obs.kind} {json.dumps(obs.text or '', ensure_ascii=False)}")
-        elif obs.kind == "terminal":
-            parts.append(f"terminal {obs.stop_reason or obs.status}")
-        elif obs.kind == "error":
-            parts.append(f"error {obs.native_type}")
-        else:
-            parts.append(obs.kind)
-    return term_text("; ".join(parts), limit=CELL_CHARS, json_quoted=True)

@@ -329,9 +329,17 @@ def events(
     rows = rows[:shown]
     from rich.table import Table
 
+    from tracestore.cli.tables import rest_width, token_column
+
     table = Table(title=f"{len(rows)} events" + (" (more follow)" if more else ""))
-    for column in ("pos", "stream", "ver", "type", "what"):
-        table.add_column(column, overflow="fold" if column == "what" else "ellipsis")
+    widths = [max(3, len(str(rows[-1].position)) if rows else 3),
+              max([6, *(len(r.stream) for r in rows)]), 3, max([4, *(len(r.type) for r in rows)])]
+    table.add_column("pos", justify="right", no_wrap=True)
+    token_column(table, "stream", [r.stream for r in rows])
+    table.add_column("ver", justify="right", no_wrap=True, min_width=3)
+    token_column(table, "type", [r.type for r in rows])
+    # One line per event: the summary is cut with … (--json prints it whole).
+    table.add_column("what", no_wrap=True, overflow="ellipsis", max_width=rest_width(widths, 5))
     for stored in rows:
         table.add_row(str(stored.position), term_text(stored.stream), str(stored.version),
                       stored.type, term_text(event_summary(stored),
@@ -362,9 +370,14 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
         return
     from rich.table import Table
 
+    from tracestore.cli.tables import token_column
+
     table = Table(title=f"{len(listing)} attempts")
-    for column in ("attempt", "trace", "api", "events", "first pos"):
-        table.add_column(column)
+    token_column(table, "attempt", [r["attempt_id"] for r in listing])
+    token_column(table, "trace", [r["trace_id"] or "" for r in listing])
+    table.add_column("api", overflow="ellipsis")
+    table.add_column("events", justify="right", no_wrap=True)
+    table.add_column("first pos", justify="right", no_wrap=True)
     for row in listing:
         table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
                       term_text(row["api"] or ""), str(row["events"]),
