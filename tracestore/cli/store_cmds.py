@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, Optional
 
 import typer
 
@@ -56,25 +57,42 @@ def init(db: DbOption = None, as_json: JsonOption = False) -> None:
                       f"{info['events']} events)")
 
 
-def read_input(path: Path) -> bytes:
-    """The bytes of ``path``; ``-`` reads standard input (with the same size limit)."""
-    if str(path) == "-":
-        import sys
+STDIN = Path("-")
+_READ_PIECE = 1024 * 1024
 
-        data = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-        if len(data) > MAX_INPUT_BYTES:
-            raise InputError(f"standard input is over the limit of {MAX_INPUT_BYTES} bytes",
-                             code="input_too_large", path="-")
-        return data
+
+def read_input(path: Path) -> bytes:
+    """The whole input, refused with ``input_too_large`` once it passes ``MAX_INPUT_BYTES``.
+
+    The bound is counted while reading, not taken from ``stat``: pipes, FIFOs, devices
+    (``/dev/zero``) and standard input (``-``) report size 0 and would otherwise be read
+    without end.
+    """
+    limit = MAX_INPUT_BYTES
+    if path == STDIN:
+        return _read_bounded(sys.stdin.buffer, limit, "standard input", "-")
     if not path.exists():
         raise InputError(f"{path} does not exist", code="file_not_found", path=str(path))
     if path.is_dir():
         raise InputError(f"{path} is a directory, not a file", code="not_a_file", path=str(path))
     size = path.stat().st_size
-    if size > MAX_INPUT_BYTES:
-        raise InputError(f"{path} is {size} bytes; the limit is {MAX_INPUT_BYTES}",
-                         code="input_too_large", path=str(path))
-    return path.read_bytes()
+    if size > limit:
+        raise InputError(f"{path} is {size} bytes; the limit is {limit}",
+                         code="input_too_large", path=str(path), limit=limit)
+    with path.open("rb") as source:
+        return _read_bounded(source, limit, str(path), str(path))
+
+
+def _read_bounded(source: BinaryIO, limit: int, name: str, path: str) -> bytes:
+    data = bytearray()
+    while True:
+        piece = source.read(min(_READ_PIECE, limit + 1 - len(data)))
+        if not piece:
+            return bytes(data)
+        data += piece
+        if len(data) > limit:
+            raise InputError(f"{name} is larger than the limit of {limit} bytes",
+                             code="input_too_large", path=path, limit=limit)
 
 
 def read_task(path: Path | None) -> TaskRule | None:
@@ -183,7 +201,7 @@ def ingest(
     from tracestore.ingest import Bindings, plan_ingest
 
     data = read_input(file)
-    name = "stdin" if str(file) == "-" else file.name
+    name = "stdin" if file == STDIN else file.name  # messages, progress, default ids
     if fmt != "capture":
         from tracestore.agent.ingest import FORMATS, sniff
 

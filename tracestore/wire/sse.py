@@ -28,23 +28,38 @@ the spec says) but reported in ``truncation``.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 
 from tracestore.wire.base import Decoder
 from tracestore.wire.frames import SSE_SLOTS, Frame, SSEEvent, Truncation, new_sse_event
 from tracestore.wire.utf8 import TRUNCATED_FRAME, raise_invalid_utf8, tail_code
 
-_EOL = re.compile(rb"\r\n|\r|\n")
+# One token per non-blank line (with its terminator), or per RUN of blank lines: a flood of
+# blank lines (50 MB of bare CR) is then one match, not one Python object per line.
+# (A character class, not ``(?:\r\n|\r|\n)+``: repeating a group keeps backtracking state
+# per repetition, which is memory per blank line again.)
+_TOKEN = re.compile(rb"([^\r\n]+)(\r\n|\r|\n)|[\r\n]+")
 _COLON = 0x3A
 
 
-def _mixed_lines(region: bytes) -> list[tuple[bytes, int]]:
-    """Split a region with mixed line ends into (line, terminator length) pairs."""
-    pairs: list[tuple[bytes, int]] = []
-    start = 0
-    for match in _EOL.finditer(region):
-        pairs.append((region[start:match.start()], match.end() - match.start()))
-        start = match.end()
-    return pairs
+def _mixed_lines(region: bytes) -> Iterator[tuple[bytes, int]]:
+    """(line, terminator length) pairs of a region with any line ends, lazily.
+
+    A run of k blank lines yields at most two pairs: the first blank line (which may
+    dispatch the open block) and one "blank line" as long as the rest of the run.  After a
+    dispatch no block is open, and a blank line with no open block only moves the offset,
+    so this is exactly what k separate pairs would do -- in bounded memory and time.
+    """
+    for match in _TOKEN.finditer(region):
+        line = match.group(1)
+        if line is not None:
+            yield line, len(match.group(2))
+            continue
+        start, end = match.span()
+        first = 2 if region.startswith(b"\r\n", start) else 1
+        yield b"", first
+        if end - start > first:
+            yield b"", end - start - first
 
 
 class SSEDecoder(Decoder):
@@ -114,14 +129,20 @@ class SSEDecoder(Decoder):
 
     def _region(self, region: bytes, has_cr: bool, out: list[Frame]) -> None:
         """Interpret complete lines; ``region`` ends with a line end, starts at ``_pos``."""
+        # Three line ends in a row means extra blank lines (a flood, or a stray one): the
+        # block splitter would make one piece per blank line, so take the path that treats
+        # a run of blank lines as one token.
         if not has_cr:
-            self._blocks(region, b"\n", out)  # LF only: OpenAI, Anthropic
-            return
-        crlf = region.count(b"\r\n")
-        if crlf == region.count(b"\r") == region.count(b"\n"):
-            self._blocks(region, b"\r\n", out)  # CRLF only: Gemini ?alt=sse
-            return
-        self._lines(_mixed_lines(region), out)  # mixed line ends: rare, line by line
+            if region.find(b"\n\n\n") < 0:
+                self._blocks(region, b"\n", out)  # LF only: OpenAI, Anthropic
+                return
+        else:
+            crlf = region.count(b"\r\n")
+            if (crlf == region.count(b"\r") == region.count(b"\n")
+                    and region.find(b"\r\n\r\n\r\n") < 0):
+                self._blocks(region, b"\r\n", out)  # CRLF only: Gemini ?alt=sse
+                return
+        self._lines(_mixed_lines(region), out)  # mixed line ends or blank runs
 
     def _blocks(self, region: bytes, eol: bytes, out: list[Frame]) -> None:
         """Fast path for a region with one kind of line end.
@@ -278,7 +299,7 @@ class SSEDecoder(Decoder):
         # Any other field name is ignored (after the UTF-8 validation above).
         return data, event, retry
 
-    def _lines(self, pairs: list[tuple[bytes, int]], out: list[Frame]) -> None:
+    def _lines(self, pairs: Iterable[tuple[bytes, int]], out: list[Frame]) -> None:
         """General path: (line, terminator length) pairs, one at a time."""
         pos = self._pos
         block_start = self._block_start
