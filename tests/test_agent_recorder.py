@@ -52,6 +52,9 @@ def test_a_live_run_is_released_with_logged_verdicts(tmp_path: Path) -> None:
                 and e.event.stage != "proposed"]
     assert [(v.stage, v.index, v.implied) for v in verdicts] == [
         ("admitted", 0, False), ("admitted", 1, False), ("admitted", 2, False)]
+    recorded = [e.event for e in events if e.type == "release.decided"]
+    assert [(d.status, d.decided_at_position) for d in recorded] == [
+        ("released", decision.decided_at_position)]
     calls = [e.event for e in events if e.type == "model.called"]
     assert calls[0].usage == trial("overwrite-agent-1")["provider_usage"][0]
     assert calls[0].request_sha256 is not None

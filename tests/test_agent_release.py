@@ -100,3 +100,16 @@ def test_a_rule_that_rejects_the_answer() -> None:
     value["case_id"] = "serialize-and-save"  # judged by another case's patterns
     d = decide_release(events_of(value), "overwrite-agent-1")
     assert (d.status, d.reasons, d.answer) == (R.REJECTED, (R.SEMANTIC_REJECTED,), None)
+
+
+def test_a_revised_task_rule_applies_to_agent_runs() -> None:
+    from tracestore.events import TaskRevised, TaskRule, trace_stream
+
+    events = events_of(trial("overwrite-agent-1"), with_cases=False)
+    news = [NewEvent(e.stream, e.event, id=e.id, trace_id=e.trace_id) for e in events]
+    revised = TaskRevised(trace_id="overwrite-agent-1", version=2,
+                          task=TaskRule(answer_patterns=("overwrit",)))
+    news.insert(1, NewEvent(trace_stream("overwrite-agent-1"), revised,
+                            trace_id="overwrite-agent-1"))
+    d = decide_release(simulate(news), "overwrite-agent-1")
+    assert (d.status, d.rule_version, d.answer) == (R.RELEASED, 2, OVERWRITE)

@@ -146,6 +146,7 @@ class AgentRunRecorder:
                  elapsed_seconds: float | None = None) -> Any:
         """How the run ended; returns the release decision re-derived from the log."""
         from tracestore.projections.release import decide_release
+        from tracestore.recording.decisions import record_decisions
 
         if status not in STATUSES:
             raise InputError(f"status {status!r} is not one of {', '.join(STATUSES)}",
@@ -159,6 +160,7 @@ class AgentRunRecorder:
                                  citations=tuple(_json([dict(c) for c in citations],
                                                        "citations")),
                                  usage=counters, elapsed_seconds=elapsed_seconds))
-        with self.recorder.lock:
+        with self.recorder.lock:  # the decision is final now: record it, as streams do
+            record_decisions(self.recorder.store, self.trace_id)
             events = self.recorder.store.read(trace_id=self.trace_id)
         return decide_release(events, self.run_id)

@@ -47,12 +47,11 @@ class AgentViolation:
 class AgentReleaseJudge(ReleaseJudge):
     """``ReleaseJudge`` for an ``agent-run`` attempt: same interface, agent conditions."""
 
-    def __init__(self, fold, trace) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, fold, trace, task=None) -> None:  # type: ignore[no-untyped-def]
         self.mine: list[StoredEvent] = [fold.start]
-        self.trace_event = trace
         self.admission: Admission | None = None
         self.answer: str | None = None
-        super().__init__(fold, trace)
+        super().__init__(fold, trace, task)
 
     def feed(self, stored: StoredEvent) -> None:
         if stored.position <= self.fold.start.position:
@@ -68,6 +67,9 @@ class AgentReleaseJudge(ReleaseJudge):
         self.outcome = self._evaluate()
         if self.outcome is not None:
             self.decided_at = position
+            finished = next((e.event for e in self.mine if isinstance(e.event, RunFinished)),
+                            None)
+            self.decided_text = finished.answer if finished is not None else ""
 
     def _evaluate(self) -> _Outcome | None:
         fold = self.fold
@@ -107,7 +109,8 @@ class AgentReleaseJudge(ReleaseJudge):
             attempt_id=view.attempt_id, trace_id=view.trace_id, eligible=released,
             status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,
             answer=answer, answer_sha256=sha256_text(answer) if answer is not None else None,
-            notes=notes, judgement=out.judgement)
+            notes=notes, judgement=out.judgement, decided_text=self.decided_text,
+            rule_version=self.rule_version)
 
     def findings(self) -> tuple[AgentViolation, ...]:
         """Every disagreement between the recorded run and its re-derivation, by position."""

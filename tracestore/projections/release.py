@@ -248,12 +248,12 @@ class ReleaseJudge:
         """The judge for an attempt: ``events`` must hold its start (and its trace's
         opening); ``rule`` is the task rule in force when the caller already knows it."""
         fold, trace = start_fold(events, attempt_id)
+        task = rule if rule is not None else rule_in_force(events, fold.started.trace_id)
         if fold.started.api == AGENT_API:  # an agent run: no stream, seed 001's conditions
             from tracestore.agent.release import AgentReleaseJudge
 
-            return AgentReleaseJudge(fold, trace)
-        return cls(fold, trace, rule if rule is not None
-                   else rule_in_force(events, fold.started.trace_id))
+            return AgentReleaseJudge(fold, trace, task)
+        return cls(fold, trace, task)
 
     def findings(self) -> tuple[Any, ...]:
         """Audit violations the judge itself found (agent runs: admission disagreements)."""
