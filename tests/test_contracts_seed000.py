@@ -233,3 +233,28 @@ def test_a_bad_binding_file_writes_nothing(tmp_path: Path) -> None:
     assert code == 2
     assert err.startswith("error[invalid_binding]: the request binding has no selected_context")
     assert not db.exists() or run("events", "--json", db=db)[1] == ""
+
+
+def test_the_recorder_binds_a_contract_and_request_to_a_live_trace(tmp_path: Path) -> None:
+    from tracestore import Recorder
+    from tracestore.errors import InputError
+
+    source = json.loads((ROOT / "fixtures/contracts/seed000-rag.json").read_text())
+    with Recorder(f"sqlite:///{tmp_path / 'live.db'}") as rec:
+        trace = rec.trace("q", contract=source, binding=binding("replace-file"))
+        attempt = trace.attempt("live", api="app-frames")
+        data = (SEED000 / "replace-file.ndjson").read_bytes()
+        for start in range(0, len(data), 11):  # arbitrary transport fragments
+            attempt.feed(data[start:start + 11])
+        attempt.drain()
+        d = attempt.decision()
+        assert (d.status, d.reasons) == ("released", (
+            "normal_native_ending", "clean_drain", "contract_accepted"))
+        assert d.contract.to_dict()["citations"][0]["source_id"] == "path-write"
+        rec.trace("q", contract=source, binding=binding("replace-file"))  # same: no-op
+        with pytest.raises(InputError) as caught:
+            rec.trace("q", binding=binding("json-result-type"))
+        assert caught.value.code == "trace_conflict"
+        with pytest.raises(InputError) as caught:
+            rec.trace("q2", binding={"selected_context": 3})
+        assert caught.value.code == "invalid_binding"

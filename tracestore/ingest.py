@@ -148,6 +148,22 @@ def default_attempt_id(filename: str | None, sha256: str) -> str:
     return f"{stem}-{sha256[:8]}"
 
 
+def check_binding_conflicts(known: Sequence[Any], planned: Sequence[NewEvent],
+                            trace_id: str) -> None:
+    """A trace answers one request under one contract: refuse a different one
+    (``known`` are the trace stream's stored events, ``planned`` the events to append)."""
+    new = {e.event.type: e.event.sha256 for e in planned
+           if e.event.type in ("contract.bound", "request.bound")}
+    for stored in known:
+        sha = new.get(stored.type)
+        if sha is not None and stored.event.sha256 != sha:
+            what = "contract" if stored.type == "contract.bound" else "request binding"
+            raise InputError(
+                f"trace {trace_id!r} already has another {what}; a trace answers one "
+                "request under one contract, so choose another trace",
+                code="trace_conflict", trace_id=trace_id)
+
+
 # -- projections ------------------------------------------------------------------------
 
 def is_label(element: Any) -> bool:

@@ -143,19 +143,11 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
 def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
     """A trace answers one request under one contract: a different one is refused."""
     from tracestore.events import trace_stream
+    from tracestore.ingest import check_binding_conflicts
 
-    new = {e.event.type: e.event.sha256 for e in plan.events
-           if e.event.type in ("contract.bound", "request.bound")}
-    if not new:
-        return
-    for stored in view.read(stream=trace_stream(plan.trace_id)):
-        known = new.get(stored.type)
-        if known is not None and stored.event.sha256 != known:
-            what = "contract" if stored.type == "contract.bound" else "request binding"
-            raise InputError(
-                f"trace {plan.trace_id!r} already has another {what}; a trace answers one "
-                "request under one contract, so choose another --trace",
-                code="trace_conflict", trace_id=plan.trace_id)
+    if any(e.event.type in ("contract.bound", "request.bound") for e in plan.events):
+        check_binding_conflicts(view.read(stream=trace_stream(plan.trace_id)), plan.events,
+                                plan.trace_id)
 
 
 @app.command()

@@ -31,7 +31,9 @@ from tracestore.events import (
     LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
     trace_stream,
 )
-from tracestore.ingest import DRAIN_OUTCOMES, event_id
+from tracestore.ingest import (
+    DRAIN_OUTCOMES, Bindings, binding_events, check_binding_conflicts, event_id,
+)
 from tracestore.projections.release import ReleaseDecision, decide_release
 from tracestore.projections.semantics import sha256_text, validate_rule
 from tracestore.recording.decisions import record_decisions
@@ -56,6 +58,21 @@ def as_task_rule(task: TaskRule | Mapping[str, Any] | None) -> TaskRule | None:
                          code="invalid_task") from exc
     validate_rule(rule)
     return rule
+
+
+def _bindings(contract: Any, binding: Mapping[str, Any] | None) -> Bindings | None:
+    """Check a contract and a request binding before anything is recorded."""
+    from tracestore.contracts.binding import context_of
+    from tracestore.contracts.model import Contract, load_contract
+
+    if contract is None and binding is None:
+        return None
+    loaded = contract if isinstance(contract, Contract) or contract is None \
+        else load_contract(contract)
+    plain = _request_settings(binding)
+    if plain is not None:
+        context_of(plain)
+    return Bindings(loaded, plain)
 
 
 def _request_settings(request: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -84,24 +101,35 @@ class Recorder:
 
     def trace(self, trace_id: str, *, task: TaskRule | Mapping[str, Any] | None = None,
               profile: str | None = None, comparison: str | None = None,
-              origin: str = "live recording") -> TraceRecorder:
-        """Open (or join) a trace: one user question and every attempt to answer it."""
+              origin: str = "live recording", contract: Any = None,
+              binding: Mapping[str, Any] | None = None) -> TraceRecorder:
+        """Open (or join) a trace: one user question and every attempt to answer it.
+
+        ``contract`` (a contract document or a loaded ``Contract``) makes the answers
+        structured replies judged by it; ``binding`` is the request binding (seed 000:
+        messages, request hash, schema, corpus identity, selected_context) that frames and
+        citations are checked against.  Both are recorded once, with the trace."""
         rule = as_task_rule(task)
         opened = TraceOpened(trace_id=trace_id, task=rule, profile=profile,
                              comparison=comparison, origin=origin)
         new = NewEvent(trace_stream(trace_id), opened, id=event_id(trace_id, "", "trace"),
                        trace_id=trace_id)
+        bound = [NewEvent(stream, e, id=eid, trace_id=trace_id) for stream, eid, e in
+                 binding_events(trace_id, _bindings(contract, binding))]
 
         def build(view: Any) -> tuple[list[NewEvent], list[bytes]]:
             first = view.read(stream=trace_stream(trace_id), limit=1)
             if not first:
-                return [new], []
+                return [new, *bound], []
             known = first[0].event
             if rule is not None and known.task != rule:
                 raise InputError(f"trace {trace_id!r} already exists with another task rule; "
                                  "`tracestore task` appends a new version",
                                  code="trace_conflict", trace_id=trace_id)
-            return [], []
+            if bound:
+                check_binding_conflicts(view.read(stream=trace_stream(trace_id)), bound,
+                                        trace_id)
+            return [e for e in bound if not view.has_event(e.id)], []
 
         with self.lock:
             self.store.append_with(build)
