@@ -402,6 +402,21 @@ def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict
     return payload
 
 
+def parse_event_json(payload: str | bytes) -> Any:
+    """A stored payload (current schema version) straight from its JSON text to its model.
+
+    pydantic parses and validates in one step, about twice as fast as ``json.loads`` then
+    ``parse_event``; anything it refuses (lone surrogate escapes, a damaged row) takes the
+    ``json`` route, which accepts or explains exactly as before.
+    """
+    try:
+        return _EVENT_ADAPTER.validate_json(payload)
+    except ValidationError:
+        import json
+
+        return parse_event(json.loads(payload))
+
+
 def parse_event(payload: dict[str, Any]) -> Any:
     """Validate a payload dict (with its ``type``) into its event model."""
     try:

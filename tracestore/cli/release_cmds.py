@@ -9,7 +9,8 @@ are exactly the ones the store assigns.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -254,6 +255,11 @@ def audit(
                 raise NotFound(f"no attempts for trace {trace!r} in the log", code="trace_not_found",
                                trace_id=trace)
             report = audit_events(events, trace_id=trace)
+        elif as_json:  # streamed: memory holds one trace, whatever the store's size
+            violations = write_audit_json(store, sys.stdout.write)
+            if strict and violations:
+                raise typer.Exit(1)
+            return
         else:
             report = audit_all(store)
     if as_json:
@@ -267,6 +273,32 @@ def audit(
         raise typer.Exit(1)
 
 
+def write_audit_json(store: EventStore, write: Callable[[str], Any]) -> int:
+    """``audit --json`` of the whole log, written as each trace is audited.
+
+    The text is exactly ``emit_json(audit_all(store).to_dict())``: attempts in trace
+    order as they are produced, then the violations sorted by position (kept until the
+    end; a clean store has none).  Returns the number of violations.
+    """
+    from tracestore.projections import audit as audit_events
+    from tracestore.review.escape import json_text
+
+    violations: list[Any] = []
+    write('{"attempts": [')
+    separator = ""
+    for trace_id, events in store.iter_traces():
+        report = audit_events(events, trace_id=trace_id)
+        for attempt in report.attempts:
+            write(separator + json_text(attempt.to_dict(), indent=None, default=str))
+            separator = ", "
+        violations.extend(report.violations)
+    violations.sort(key=lambda v: v.position)
+    write('], "violations": ['
+          + ", ".join(json_text(v.to_dict(), indent=None, default=str) for v in violations)
+          + "]}\n")
+    return len(violations)
+
+
 def audit_all(store: EventStore) -> AuditReport:
     """Audit trace by trace, so memory holds one trace's events at a time.
 
@@ -278,8 +310,8 @@ def audit_all(store: EventStore) -> AuditReport:
 
     attempts: list[Any] = []
     violations: list[Any] = []
-    for trace_id in store.trace_ids():
-        report = audit_events(store.read(trace_id=trace_id), trace_id=trace_id)
+    for trace_id, events in store.iter_traces():
+        report = audit_events(events, trace_id=trace_id)
         attempts.extend(report.attempts)
         violations.extend(report.violations)
     violations.sort(key=lambda v: v.position)

@@ -365,16 +365,7 @@ def events(
 def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List attempts with their trace, API and event counts."""
     with open_store(db, create=False) as store:
-        listing = []
-        for stream, count in store.streams("attempt:"):
-            first = store.read(stream=stream, limit=1)
-            started = first[0].event if first else None
-            listing.append({
-                "attempt_id": stream.split(":", 1)[1], "events": count,
-                "trace_id": getattr(started, "trace_id", None),
-                "api": getattr(started, "api", None),
-                "first_position": first[0].position if first else None,
-            })
+        listing = store.attempt_summaries()
     if as_json:
         emit_json({"attempts": listing})
         return

@@ -29,7 +29,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from tracestore.bulk import paused_gc
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
 from tracestore.events import (
-    SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, parse_event, to_json_bytes, upcast,
+    SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, parse_event, parse_event_json,
+    to_json_bytes, upcast,
 )
 from tracestore.store import engine as engines
 from tracestore.store import migrate
@@ -140,7 +141,7 @@ class EventStore:
             engines.require_existing_file(self.url)
         self._writer, self._reader = engines.make_engines(self.url)
         self._dialect = self._writer.dialect.name
-        mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
+        mark = self._mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
@@ -359,6 +360,52 @@ class EventStore:
             return [(stream, count) for stream, count in rows]
 
     @_translated
+    def attempt_summaries(self) -> list[dict[str, Any]]:
+        """Per attempt stream, in order of its first event: id, event count, first position,
+        and the trace and API its first event names -- ONE grouped query joined to each
+        stream's first row (payloads read as JSON, no model per row)."""
+        first = (select(events.c.stream, func.count().label("n"),
+                        func.min(events.c.position).label("first"))
+                 .where(events.c.stream.startswith("attempt:"))
+                 .group_by(events.c.stream).subquery())
+        query = (select(first.c.stream, first.c.n, first.c.first, events.c.type,
+                        events.c.schema_version, events.c.payload)
+                 .join(events, events.c.position == first.c.first).order_by(first.c.first))
+        listing = []
+        with self._reader.connect() as conn:
+            for stream, count, position, type_name, schema_version, payload in conn.execute(
+                    query):
+                try:
+                    fields = upcast(type_name, schema_version, json.loads(payload))
+                except (ValueError, TypeError, KeyError) as exc:
+                    raise StoreError(f"the event at position {position} cannot be read "
+                                     f"({exc}); run tracestore verify", code="store_damaged",
+                                     position=position) from None
+                listing.append({
+                    "attempt_id": stream.split(":", 1)[1], "events": count,
+                    "trace_id": _field(fields, "trace_id"), "api": _field(fields, "api"),
+                    "first_position": position,
+                })
+        return listing
+
+    def iter_traces(self, batch_size: int = 1000,
+                    ) -> Iterator[tuple[str, list[StoredEvent]]]:
+        """``(trace id, its events)`` for every trace, in order of the trace's first event.
+
+        Trace ids stream from one grouped query (``yield_per``: never all in memory); each
+        trace's events come from one prepared driver-level query on the same connection,
+        so memory holds one trace at a time and no SQL is compiled per trace.
+        """
+        ids = (select(events.c.trace_id).where(events.c.trace_id.is_not(None))
+               .group_by(events.c.trace_id).order_by(func.min(events.c.position)))
+        columns = ", ".join(c.name for c in events.columns)
+        per_trace = (f"SELECT {columns} FROM ts_events WHERE trace_id = {self._mark} "
+                     "ORDER BY position")
+        with self._reader.connect() as conn:
+            for (trace_id,) in conn.execution_options(yield_per=batch_size).execute(ids):
+                rows = conn.exec_driver_sql(per_trace, (trace_id,)).mappings().all()
+                yield trace_id, [_to_stored(row) for row in rows]
+
     def trace_ids(self) -> list[str]:
         """Every trace id in the log, in order of its first event."""
         with self._reader.connect() as conn:
@@ -452,14 +499,23 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
         yield chunk
 
 
+def _field(payload: Any, name: str) -> Any:
+    value = payload.get(name) if isinstance(payload, dict) else None
+    return value if isinstance(value, str) else None
+
+
 def _to_stored(row: Mapping[str, Any]) -> StoredEvent:
     try:
-        payload = upcast(row["type"], row["schema_version"], json.loads(row["payload"]))
+        type_name, schema_version = row["type"], row["schema_version"]
+        if SCHEMA_VERSIONS.get(type_name) == schema_version:
+            event = parse_event_json(row["payload"])
+        else:
+            event = parse_event(upcast(type_name, schema_version, json.loads(row["payload"])))
         return StoredEvent(
             position=row["position"], id=row["id"], stream=row["stream"],
-            version=row["version"], type=row["type"], schema_version=row["schema_version"],
+            version=row["version"], type=type_name, schema_version=schema_version,
             recorded_at=dt.datetime.fromisoformat(row["recorded_at"]),
-            trace_id=row["trace_id"], event=parse_event(payload), hash=row["hash"],
+            trace_id=row["trace_id"], event=event, hash=row["hash"],
         )
     except (ValueError, TypeError, KeyError, RecursionError, InputError) as exc:
         # A row the store wrote always loads; one that does not was changed behind its back.

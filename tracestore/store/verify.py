@@ -111,14 +111,21 @@ def _utf8(value: Any) -> bool:
     return True
 
 
-def _capture_problem(conn: Connection, payload: str) -> tuple[str | None, str | None]:
-    """(sha256 named by a capture.stored payload, why its blob fails or None)."""
+def _capture_problem(conn: Connection, payload: str, checked: set[str],
+                     ) -> tuple[str | None, str | None]:
+    """(sha256 named by a capture.stored payload, why its blob fails or None).
+
+    A capture already re-hashed in this pass (``checked``) is not read again: captures are
+    content-addressed, so a second reference names the same bytes.
+    """
     try:
         sha = json.loads(payload).get("sha256")
     except (ValueError, AttributeError):
         return None, "capture.stored payload is not a JSON object"
     if not isinstance(sha, str):
         return None, "capture.stored payload names no sha256"
+    if sha in checked:
+        return sha, None
     row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha)).first()
     if row is None:
         return sha, f"stored capture {sha[:16]}… is missing from ts_blobs"
@@ -142,7 +149,7 @@ def verify_log(conn: Connection, *, batch_size: int = 5000,
         if reason is not None:
             return broken(row["position"], reason)
         if text["type"] == "capture.stored":
-            sha, problem = _capture_problem(conn, text["payload"])
+            sha, problem = _capture_problem(conn, text["payload"], checked)
             if problem is not None:
                 return broken(row["position"], problem)
             checked.add(sha)  # type: ignore[arg-type]
