@@ -401,11 +401,15 @@ class EventStore:
         columns = ", ".join(c.name for c in events.columns)
         per_trace = (f"SELECT {columns} FROM ts_events WHERE trace_id = {self._mark} "
                      "ORDER BY position")
-        with self._reader.connect() as conn:
-            for (trace_id,) in conn.execution_options(yield_per=batch_size).execute(ids):
-                rows = conn.exec_driver_sql(per_trace, (trace_id,)).mappings().all()
-                yield trace_id, [_to_stored(row) for row in rows]
+        try:  # a generator: ``_translated`` would not see errors raised while it runs
+            with self._reader.connect() as conn:
+                for (trace_id,) in conn.execution_options(yield_per=batch_size).execute(ids):
+                    rows = conn.exec_driver_sql(per_trace, (trace_id,)).mappings().all()
+                    yield trace_id, [_to_stored(row) for row in rows]
+        except DBAPIError as exc:
+            raise database_error(exc, self.url, "in iter_traces") from exc
 
+    @_translated
     def trace_ids(self) -> list[str]:
         """Every trace id in the log, in order of its first event."""
         with self._reader.connect() as conn:
