@@ -93,3 +93,13 @@ def test_decision_table_keeps_codes_whole_at_80(tmp_path: Path) -> None:
     assert "(superseded_after_decision)" in table
     json_out = json.loads(cli(db, 80, "release", "t8-old", "--json"))
     assert json_out["reasons"] == ["local_stop_before_release"]
+
+
+def test_templates_listing_keeps_words_and_sentences_whole(tmp_path: Path) -> None:
+    out = cli(tmp_path / "unused.db", 80, "templates")
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "API/endpoint/profile/source" in out  # one long word, never split
+    assert "│ remote_cancellation " in out
+    flat = " ".join(re.sub(r"[│┃]", " ", out).split())
+    # The deriver's whole first paragraph, not its first source line.
+    assert "UNKNOWN when neither the trace nor the bytes say anything about the source." in flat

@@ -157,10 +157,21 @@ def templates(as_json: JsonOption = False) -> None:
     if as_json:
         emit_json({"templates": [t.to_dict() for t in loaded]})
         return
+    from tracestore.cli.tables import token_column
+
     for spec in loaded:
         table = Table(title=f"{spec.name}: {spec.title} ({len(spec.fields)} fields)")
-        for column in ("field", "label", "evidence"):
-            table.add_column(column, overflow="fold")
+        names = [f.name for f in spec.fields]
+        token_column(table, "field", names)
+        # Fixed widths, so labels wrap between words and no word is cut: the label column
+        # is at least as wide as its longest word, the evidence column takes the rest.
+        field_w = max(map(len, names))
+        word_w = max(len(w) for f in spec.fields for w in f.label.split())
+        label_w = max(word_w, min(max(len(f.label) for f in spec.fields),
+                                  (console.width - field_w - 10) // 2))
+        table.add_column("label", width=label_w)
+        table.add_column("evidence", overflow="fold",
+                         width=max(16, console.width - field_w - label_w - 10))
         for f in spec.fields:
             source = (f"{f.evidence}: {describe(f.evidence)}" if f.evidence
                       else "reviewer only")

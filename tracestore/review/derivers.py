@@ -23,6 +23,9 @@ def deriver_names() -> list[str]:
 
 
 def describe(name: str) -> str:
-    """The first docstring line of a deriver: what it derives, for listings."""
+    """The first paragraph of a deriver's docstring, on one line: what it derives.
+
+    A paragraph, not the first line: a summary wrapped in the source must not be cut off
+    mid-sentence in ``tracestore templates``."""
     doc = (DERIVERS[name].__doc__ or "").strip()
-    return doc.splitlines()[0] if doc else ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
