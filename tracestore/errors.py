@@ -59,6 +59,9 @@ class WireError(InputError):
                  **context: Any) -> None:
         super().__init__(message, code=code, offset=offset, **context)
         self.offset = offset
+        #: Frames a decoder completed earlier in the call that failed (see
+        #: ``tracestore.wire.base.Decoder.feed``): evidence before the fault is not lost.
+        self.frames: list[Any] = []
 
 
 class StoreError(TracestoreError):

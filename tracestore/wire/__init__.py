@@ -58,6 +58,17 @@ def decode_bytes(data: bytes, framing: str, chunk_size: int | None = None,
     """
     decoder = make_decoder(framing, **bounds)
     frames: list[Frame] = []
+    try:
+        _feed_all(decoder, data, frames, chunk_size, progress)
+    except WireError as exc:
+        # As for one feed call: every frame completed before the fault travels on the error.
+        exc.frames = frames + exc.frames
+        raise
+    return frames, decoder.truncation
+
+
+def _feed_all(decoder: Decoder, data: bytes, frames: list[Frame], chunk_size: int | None,
+              progress: Callable[[int], None] | None) -> None:
     if progress is not None and chunk_size is None:
         chunk_size = PROGRESS_CHUNK_BYTES
     if chunk_size is None or chunk_size >= len(data):
@@ -73,7 +84,6 @@ def decode_bytes(data: bytes, framing: str, chunk_size: int | None = None,
     frames.extend(decoder.close())
     if progress is not None:
         progress(len(data))
-    return frames, decoder.truncation
 
 
 __all__ = [

@@ -40,6 +40,9 @@ class Decoder:
         self._buf = bytearray()
         # True until the first bytes have been checked for a UTF-8 BOM.
         self._at_start = True
+        # The frames list of the running ``feed`` call (subclasses append to it in stream
+        # order), so that a failure can still hand over what was completed before it.
+        self._completed: list[Frame] = []
 
     # -- public contract -------------------------------------------------------------
 
@@ -48,9 +51,13 @@ class Decoder:
         self._check_usable()
         if type(chunk) is not bytes:
             chunk = bytes(chunk)  # accept any bytes-like (bytearray, memoryview) safely
+        self._completed = []
         try:
             return self._feed(chunk)
         except WireError as exc:
+            # Frames completed earlier in this call travel on the error, as botocore yields
+            # the good messages before raising on a corrupted one; the offset stays exact.
+            exc.frames = list(self._completed)
             self._error = exc
             raise
 
@@ -74,6 +81,7 @@ class Decoder:
     # -- helpers for subclasses ------------------------------------------------------
 
     def _feed(self, chunk: bytes) -> list[Frame]:  # pragma: no cover - abstract
+        """Append completed frames to ``self._completed`` as they complete; return it."""
         raise NotImplementedError
 
     def _close(self) -> list[Frame]:  # pragma: no cover - abstract

@@ -74,7 +74,7 @@ class EventStreamDecoder(Decoder):
             data = buf
         else:
             data = chunk  # fast path: parse in place, copy only the tail
-        out: list[Frame] = []
+        out: list[Frame] = self._completed
         with memoryview(data) as view:
             i = self._messages(data, view, out)
         if data is buf:

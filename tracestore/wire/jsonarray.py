@@ -68,7 +68,7 @@ class JSONArrayDecoder(Decoder):
         buf += chunk
         if self._at_start and not self._strip_bom():
             return []
-        out: list[Frame] = []
+        out: list[Frame] = self._completed
         i = self._i
         n = len(buf)
         while i < n:

@@ -54,7 +54,7 @@ class LineDecoder(Decoder):
         buf += chunk
         if self._at_start and not self._strip_bom():
             return []
-        out: list[Frame] = []
+        out: list[Frame] = self._completed
         nl = buf.rfind(b"\n", self._scan)
         if nl >= 0:
             region = bytes(buf[:nl + 1])

@@ -106,7 +106,7 @@ class SSEDecoder(Decoder):
             lf = data.rfind(b"\n", scan, n - 1)
             cr = data.rfind(b"\r", scan, n - 1)
         end = lf if lf > cr else cr
-        out: list[Frame] = []
+        out: list[Frame] = self._completed
         if end >= 0:
             if data is buf:
                 with memoryview(buf) as view:
