@@ -28,16 +28,20 @@ def test_ingest_s1_records_each_element_as_one_event(db_file: Path) -> None:
     assert summary | {"sha256": None} == {
         "attempt_id": "s1", "trace_id": "s1", "api": "openai-responses", "kind": "projection",
         "framing": "json-array", "sha256": None, "frames": 6, "drain": "clean",
-        "appended": 9, "skipped": 0, "positions": [1, 9]}
+        "appended": 9, "skipped": 0, "positions": [1, 9],
+        # The final decision is an event too, appended after the ingest (issue 8, item 5).
+        "decisions_recorded": [10]}
     code, out, _ = run("events", "--attempt", "s1", "--json", db=db_file)
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["type"] for r in rows] == ["attempt.started", "capture.stored"] + \
-        ["frame.received"] * 5 + ["transport.drained"]
+        ["frame.received"] * 5 + ["transport.drained", "release.decided"]
     natives = [r["payload"]["native"] for r in rows if r["type"] == "frame.received"]
     source = json.loads(S1.read_text())
     assert natives == source[:5]
     assert [list(n) for n in natives] == [list(n) for n in source[:5]]  # key order kept
-    assert rows[-1]["payload"]["outcome"] == "clean"
+    assert rows[-2]["payload"]["outcome"] == "clean"
+    assert (rows[-1]["payload"]["status"], rows[-1]["payload"]["decided_at_position"]) == (
+        "held", 9)
     data = S1.read_bytes()
     first = rows[2]["payload"]
     assert json.loads(data[first["offset"]:first["offset"] + first["length"]]) == source[0]
@@ -50,7 +54,7 @@ def test_reingest_is_a_reported_no_op(db_file: Path) -> None:
     code, out, _ = run("ingest", str(T1), "--attempt", "t1", "--json", db=db_file)
     assert code == 0
     assert json.loads(out)["appended"] == 0 and json.loads(out)["skipped"] == 10
-    assert count_events(db_file) == 10
+    assert count_events(db_file) == 11  # 10 ingested + the recorded decision, once
 
 
 def test_auto_tells_bedrock_from_openai_and_attempts_lists_counts(db_file: Path) -> None:
@@ -59,10 +63,10 @@ def test_auto_tells_bedrock_from_openai_and_attempts_lists_counts(db_file: Path)
     code, out, _ = run("attempts", "--json", db=db_file)
     assert code == 0
     assert json.loads(out) == {"attempts": [
-        {"attempt_id": "s2", "events": 7, "trace_id": "s2", "api": "openai-responses",
+        {"attempt_id": "s2", "events": 8, "trace_id": "s2", "api": "openai-responses",
          "first_position": 2},
-        {"attempt_id": "t1", "events": 9, "trace_id": "desk",
-         "api": "bedrock-converse-stream", "first_position": 10}]}
+        {"attempt_id": "t1", "events": 10, "trace_id": "desk",
+         "api": "bedrock-converse-stream", "first_position": 11}]}
 
 
 def test_a_second_input_into_the_same_attempt_is_refused(db_file: Path) -> None:
@@ -70,7 +74,7 @@ def test_a_second_input_into_the_same_attempt_is_refused(db_file: Path) -> None:
     code, _, err = run("ingest", str(S2), "--attempt", "x", db=db_file)
     assert code == 2
     assert "attempt_exists" in err
-    assert count_events(db_file) == 9
+    assert count_events(db_file) == 10
 
 
 @pytest.mark.parametrize("content, code_name", [
@@ -118,7 +122,7 @@ def test_verify_reports_ok_then_the_tampered_position(db_file: Path) -> None:
     run("ingest", str(T1), "--attempt", "t1", db=db_file)
     code, out, _ = run("verify", db=db_file)
     # The head hash is explained where it is shown (it depends on recording times).
-    assert (code, out) == (0, f"ok 10 events (head {_head(db_file)[:16]})\n"
+    assert (code, out) == (0, f"ok 11 events (head {_head(db_file)[:16]})\n"
                               "the head hash chains every event with the time it was recorded: "
                               "it names this log, and another store holding the same events "
                               "has another one\n")
@@ -149,7 +153,7 @@ def test_environment_variable_names_the_database(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("TRACESTORE_DB", f"sqlite:///{target}")
     result = runner.invoke(app, ["ingest", str(S1), "--attempt", "s1"])
     assert result.exit_code == 0
-    assert count_events(target) == 9
+    assert count_events(target) == 10
 
 
 def test_default_database_is_a_file_in_the_working_directory(
@@ -211,8 +215,8 @@ def test_events_json_streams_in_batches_and_the_table_pages(
     monkeypatch.setitem(Store.iter_events.__kwdefaults__, "batch_size", 2)
     code, out, _ = run("events", "--json", db=db_file)
     assert code == 0
-    assert [json.loads(line)["position"] for line in out.splitlines()] == list(range(1, 10))
-    assert len(calls) == 5  # 2+2+2+2+1 events
+    assert [json.loads(line)["position"] for line in out.splitlines()] == list(range(1, 11))
+    assert len(calls) == 6  # 2+2+2+2+2+0 events
     code, out, _ = run("events", "--json", "--after", "3", "--limit", "3", db=db_file)
     assert [json.loads(line)["position"] for line in out.splitlines()] == [4, 5, 6]
     monkeypatch.setattr(cmds, "TABLE_MAX_ROWS", 4)

@@ -81,7 +81,7 @@ def test_a_changed_capture_is_reported_at_the_event_that_references_it(tmp_path:
 def test_an_intact_store_reports_the_captures_it_rehashed(tmp_path: Path) -> None:
     db = _filled(tmp_path)
     code, result = _verify_json(db)
-    assert (code, result["ok"], result["count"], result["captures_checked"]) == (0, True, 19, 2)
+    assert (code, result["ok"], result["count"], result["captures_checked"]) == (0, True, 21, 2)
 
 
 @pytest.mark.parametrize("value, reason", [
@@ -138,11 +138,11 @@ def test_checkpoint_signs_position_hash_and_time(tmp_path: Path) -> None:
     db, key, head = _keyed(tmp_path)
     signed = json.loads(head.read_text())
     assert sorted(signed) == ["format", "hash", "key_id", "position", "signature", "time"]
-    assert signed["position"] == 19
+    assert signed["position"] == 21
     code, result = _verify_json(db)
     assert signed["hash"] == result["head_hash"]
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
-    assert (code, result["ok"], result["checkpoint_position"]) == (0, True, 19)
+    assert (code, result["ok"], result["checkpoint_position"]) == (0, True, 21)
     # The public half alone verifies too.
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", f"{key}.pub")
     assert (code, result["ok"]) == (0, True)
@@ -165,7 +165,7 @@ def test_checkpoint_detects_tail_deletion(tmp_path: Path) -> None:
     assert _verify_json(db)[1]["ok"] is True  # without the checkpoint: undetectable
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
     assert (code, result["ok"], result["first_broken_position"]) == (3, False, 16)
-    assert result["reason"] == ("the log ends at position 15, before the signed head at 19 "
+    assert result["reason"] == ("the log ends at position 15, before the signed head at 21 "
                                 "(events were deleted from the tail)")
 
 
@@ -198,7 +198,7 @@ def test_checkpoint_detects_a_rewrite_that_was_rehashed(tmp_path: Path) -> None:
     _rehash_from(db, 5)
     assert _verify_json(db)[1]["ok"] is True  # without the checkpoint: undetectable
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
-    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 19)
+    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 21)
     assert "another hash than the signed head" in result["reason"]
 
 
@@ -209,7 +209,7 @@ def test_checkpoint_detects_a_fork(tmp_path: Path) -> None:
     assert run("ingest", str(S1), "--attempt", "s1", db=other)[0] == 0
     assert run("ingest", str(S1), "--attempt", "other", db=other)[0] == 0
     code, result = _verify_json(other, "--checkpoint", str(head), "--key", str(key))
-    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 19)
+    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 21)
 
 
 def test_a_checkpoint_signed_by_another_key_or_edited_is_refused(tmp_path: Path) -> None:

@@ -180,6 +180,12 @@ def ingest(
         help="Where the input came from: synthetic (hand-built), decoded (a real capture "
              "decoded into a JSON array) or capture (raw framed bytes, the default for "
              "them). A JSON array without it says its origin was not stated.")] = None,
+    retry_of: Annotated[Optional[str], typer.Option(
+        "--retry-of", metavar="ATTEMPT", help="The attempt this one retries (same trace): the app's retry.")] = None,
+    stop_after_byte: Annotated[Optional[int], typer.Option(
+        "--stop-after-byte", min=0, metavar="N",
+        help="The user pressed Stop after the app had received N bytes: a local Stop is "
+             "placed after the frames that end within them.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -213,8 +219,15 @@ def ingest(
         plan = plan_ingest(data, filename=name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=rule,
                            progress=progress, bindings=bindings, origin=origin)
+    from tracestore.recording.decisions import record_decisions
+    from tracestore.recording.evidence import check_retry_of, with_app_evidence
+
+    plan = with_app_evidence(plan, retry_of=retry_of, stop_after_byte=stop_after_byte)
     with open_store(db) as store:
+        check_retry_of(store, plan.trace_id, retry_of)
         result = append_plan(store, plan)
+        # A final decision is appended as an event too (its own short transaction).
+        decided = record_decisions(store, plan.trace_id) if result.appended else []
     warnings = provider_warnings(plan, provider)
     for warning in warnings:
         err_console.print(term_text(f"warning: {warning}", "yellow"))
@@ -224,6 +237,7 @@ def ingest(
         "frames": plan.frames, "drain": plan.drain, "appended": result.appended,
         "skipped": len(result.skipped_ids),
         "positions": [result.positions[0], result.positions[-1]] if result.positions else [],
+        "decisions_recorded": decided,
     }
     if warnings:
         summary["warnings"] = warnings
