@@ -199,5 +199,5 @@ def test_verify_explains_its_head_hash(t7_db: Path) -> None:
     assert code == 0 and re.fullmatch(r"ok \d+ events \(head [0-9a-f]{16}\)", first)
     assert "time it was recorded" in second and "another store" in second
     readme = (REPO / "README.md").read_text("utf-8")
-    assert "ok 9 events (head …)" in readme
+    assert "ok 10 events (head …)" in readme
     assert not re.search(r"head [0-9a-f]{16}", readme)
