@@ -80,3 +80,15 @@ def test_review_cli_application_record_tool_authority(db_file: Path) -> None:
     assert fields["candidate_assembly"]["value"].startswith(
         "Answered (citation_contract_passed) at #")
     assert report()["trials"][1]["id"] == "overwrite-agent-1"
+
+
+def test_evidence_gap_names_what_an_agent_log_cannot_show() -> None:
+    value = trial("overwrite-agent-1")
+    value["provider_usage"] = value["provider_usage"][:2]
+    got = _field(events_of(value), "overwrite-agent-1", "evidence_gap")
+    assert got.value == (
+        "Not in the log: any destination write; the application's own admission log "
+        "(verdicts implied by the run result); model request bodies (3 of 3 calls have no "
+        "digest); provider usage for 1 of 3 model calls; raw model replies (decisions are "
+        "stored decoded); per-call times (the deadline is judged on the run's total time)")
+    assert "drain" not in got.value

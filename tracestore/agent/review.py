@@ -111,3 +111,30 @@ def candidate(ctx: ReviewContext) -> Derived | None:
              f"re-derived: {admission.status}/{admission.reason}",
              f"text: {quote(fin.answer)}"]
     return Derived.of("; ".join(parts), run.finished_position, *(p for _, p in checks))
+
+
+def evidence_gaps(ctx: ReviewContext) -> list[str]:
+    """What an agent run's log cannot show (the stream gaps, like a drain, do not apply)."""
+    found = _run(ctx)
+    if found is None:
+        return []
+    run, _ = found
+    gaps: list[str] = []
+    if any(p.implied for p in run.proposals):
+        gaps.append("the application's own admission log (verdicts implied by the run result)")
+    undigested = [c.index for c in run.calls if c.request_sha256 is None]
+    if undigested:
+        gaps.append(f"model request bodies ({len(undigested)} of {len(run.calls)} calls have "
+                    "no digest)")
+    absent = [c.index for c in run.calls if c.usage is None]
+    if absent:
+        gaps.append(f"provider usage for {len(absent)} of {len(run.calls)} model calls")
+    gaps.append("raw model replies (decisions are stored decoded)")
+    fin = run.finished
+    if fin is None:
+        gaps.append("the end of the run (no run.finished)")
+    elif fin.elapsed_seconds is None:
+        gaps.append("the run's elapsed time (the deadline cannot be re-checked)")
+    else:
+        gaps.append("per-call times (the deadline is judged on the run's total time)")
+    return gaps

@@ -7,6 +7,7 @@ they are reported as such and never presented as an application's readback.
 
 from __future__ import annotations
 
+from tracestore.agent.codes import AGENT_API
 from tracestore.events import ANSWER_DESTINATIONS, CaptureStored, ReviewApproved, ReviewFieldSet
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry
@@ -112,7 +113,11 @@ def evidence_gap(ctx: ReviewContext) -> Derived:
                     "held for review")
     if ctx.view.terminal is not None and ctx.view.usage is None:
         gaps.append("usage metadata")
-    if ctx.view.drain is None:
+    if ctx.started.api == AGENT_API:  # an agent run has no transport; its own gaps instead
+        from tracestore.agent.review import evidence_gaps
+
+        gaps += evidence_gaps(ctx)
+    elif ctx.view.drain is None:
         gaps.append("the end of the transport (no drain observed)")
     return Derived.of("Not in the log: " + "; ".join(gaps), ctx.trace_position,
                       ctx.view.stop_position)
