@@ -115,3 +115,34 @@ def test_review_record_describes_contract_failures_with_positions(tmp_path: Path
     release = json.loads(run("release", "bad", "--json", db=db)[1])
     assert release["envelope"] == env("error", SORRY, "unknown_context_citation", True)
     assert release["decided_at_position"] in candidate["evidence"]
+
+
+def test_review_record_shows_the_envelope_of_a_structured_attempt(tmp_path: Path) -> None:
+    from clihelp import run
+
+    db = tmp_path / "r.db"
+    code, _, err = run("ingest", str(SEED000 / "replace-file.ndjson"), "--attempt", "rf",
+                       "--contract", str(ROOT / "fixtures/contracts/seed000-rag.json"),
+                       "--binding", str(SEED000 / "replace-file.binding.json"), db=db)
+    assert code == 0, err
+    fields = {f["name"]: f for f in json.loads(run("review", "rf", "--format", "json",
+                                                   db=db)[1])["fields"]}
+    assert fields["release_decision"]["value"].endswith("envelope ok/ok, validated result")
+    assert fields["candidate"]["value"].endswith(
+        "structured reply under contract seed000-rag: ok; cites path-write; binding checked")
+
+
+def test_hostile_reply_text_renders_inert_in_the_release_table(tmp_path: Path) -> None:
+    from clihelp import run
+
+    db = tmp_path / "h.db"
+    capture = tmp_path / "h.ndjson"
+    capture.write_bytes(frames_of('{"status": "answered", "answer": "x", '
+                                  '"source_ids": ["\\u001b]8;;evil\\u0007[red]\\u202e"]}'))
+    assert run("ingest", str(capture), "--attempt", "h", "--contract",
+               str(ROOT / "fixtures/contracts/seed000-rag.json"), "--binding",
+               str(SEED000 / "replace-file.binding.json"), db=db)[0] == 0
+    code, out, _ = run("release", "h", db=db)
+    assert code == 0
+    assert "\x1b" not in out and "\u202e" not in out and "\x07" not in out
+    assert "unknown_context_citation" in out and "[red]" in out  # markup shown, not applied

@@ -362,6 +362,14 @@ def release_decision(ctx: ReviewContext) -> Derived:
         head = f"Ineligible: {d.status} at #{d.decided_at_position} ({reasons})"
         cited = [d.decided_at_position]
     parts = [head, f"policy {d.policy_version}", *(_note(n) for n in d.notes)]
+    if ctx.view.structured or R.EMPTY_ANSWER in d.reasons:
+        from tracestore.contracts.envelope import project_envelope
+
+        envelope = project_envelope(d, ctx.view)
+        if envelope is not None:  # what a front end may show (seed 004)
+            parts.append(f"envelope {envelope.state}/{envelope.code}"
+                         + (" (retryable)" if envelope.retryable else "")
+                         + (", validated result" if envelope.result is not None else ""))
     recorded = ctx.recorded_decision()
     if recorded is not None:
         r = recorded.event
