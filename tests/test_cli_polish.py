@@ -163,6 +163,13 @@ def test_one_code_per_meaning_and_the_database_is_named(
     assert code == exit_code and stderr.startswith(f"error[{error}]")
 
 
+def test_a_missing_template_does_not_blame_the_database(t7_db: Path) -> None:
+    code, _, stderr = run("review", "t7", "--template", "nope", "--json", db=t7_db)
+    doc = json.loads(stderr)
+    assert (code, doc["error"]) == (4, "unknown_template")
+    assert "database" not in doc and "(database" not in doc["message"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["release"], "Missing argument 'attempt'."),
     (["review", "t7", "--format", "xml"], "'xml' is not one of 'md', 'json'."),

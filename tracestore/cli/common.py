@@ -77,7 +77,7 @@ def handles_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except TracestoreError as exc:
-            if isinstance(exc, NotFound) and "db" in kwargs:
+            if exc.code in LOG_NOT_FOUND and "db" in kwargs:
                 name_database(exc, kwargs["db"])
             report_error(exc, as_json=bool(kwargs.get("as_json")))
             raise typer.Exit(exc.exit_code) from None
@@ -91,6 +91,11 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(wrapped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: Not-found codes for things looked up in the log: their message names the database, so
+#: a command run in the wrong folder (or with the wrong --db) says where it looked.
+LOG_NOT_FOUND = frozenset({"attempt_not_found", "trace_not_found"})
 
 
 def database_name(db: str | None) -> str:
@@ -108,7 +113,7 @@ def database_name(db: str | None) -> str:
     return url.render_as_string(hide_password=True)
 
 
-def name_database(exc: NotFound, db: str | None) -> None:
+def name_database(exc: TracestoreError, db: str | None) -> None:
     """"no attempt 'x' in the log" → "… in the log of DATABASE": the wrong folder shows."""
     name = database_name(db)
     exc.message = f"{exc.message} (database {name})"
