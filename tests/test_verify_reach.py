@@ -230,3 +230,27 @@ def test_verify_with_a_checkpoint_needs_a_key(tmp_path: Path) -> None:
     code, out, err = run("verify", "--checkpoint", str(head), db=db,
                          env={"TRACESTORE_CHECKPOINT_KEY": ""})
     assert code == 2 and "checkpoint_key_required" in err
+
+
+def test_a_deleted_live_segment_is_reported_at_its_capture_segment_event(tmp_path: Path) -> None:
+    from tracestore import Recorder
+
+    db = tmp_path / "live.db"
+    capture = (FIXTURES / "real" / "openai-responses" / "text-gpt-4o.sse").read_bytes()
+    recorder = Recorder(f"sqlite:///{db}")
+    attempt = recorder.trace("live").attempt("live-a", api="openai-responses")
+    attempt.feed(capture[:1500])
+    attempt.feed(capture[1500:])
+    attempt.drain()
+    recorder.close()
+    code, result = _verify_json(db)
+    assert (code, result["ok"], result["captures_checked"]) == (0, True, 3)
+    conn = sqlite3.connect(db)
+    position, payload = conn.execute(
+        "SELECT position, payload FROM ts_events WHERE type = 'capture.segment' "
+        "ORDER BY position LIMIT 1 OFFSET 1").fetchone()
+    conn.close()
+    sha = json.loads(payload)["sha256"]
+    _sql(db, f"DELETE FROM ts_blobs WHERE sha256 = '{sha}'")
+    code, result = _verify_json(db)
+    assert (code, result["ok"], result["first_broken_position"]) == (3, False, position)

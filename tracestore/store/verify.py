@@ -2,8 +2,8 @@
 
 What a pass proves (docs/store.md, "What verify proves, and what it cannot"): every row
 from position 1 to the head is present, in order, and unchanged since it was appended
-*relative to its predecessors*; every ``capture.stored`` event's raw bytes are present and
-hash to the address it names; and, given a signed checkpoint, that the log still extends
+*relative to its predecessors*; every ``capture.stored`` or ``capture.segment`` event's
+raw bytes are present and hash to the address it names; and, given a signed checkpoint, that the log still extends
 the head that was signed.  Without a checkpoint, deleting the tail or re-hashing every row
 after an edit cannot be detected by looking at the database alone.
 
@@ -25,6 +25,8 @@ from sqlalchemy import Connection, LargeBinary, cast, func, select
 from tracestore.store.schema import blobs, events
 
 GENESIS_HASH = "0" * 64
+# Events that name raw bytes in ts_blobs by sha256: an ingested capture, a live segment.
+_CAPTURE_TYPES = frozenset({"capture.stored", "capture.segment"})
 _TEXT_COLUMNS = ("id", "stream", "type", "recorded_at", "trace_id", "payload", "hash")
 
 
@@ -121,9 +123,9 @@ def _capture_problem(conn: Connection, payload: str, checked: set[str],
     try:
         sha = json.loads(payload).get("sha256")
     except (ValueError, AttributeError):
-        return None, "capture.stored payload is not a JSON object"
+        return None, "the capture event's payload is not a JSON object"
     if not isinstance(sha, str):
-        return None, "capture.stored payload names no sha256"
+        return None, "the capture event's payload names no sha256"
     if sha in checked:
         return sha, None
     row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha)).first()
@@ -148,7 +150,7 @@ def verify_log(conn: Connection, *, batch_size: int = 5000,
         reason, text = _check_row(row, prev_hash, count + 1)
         if reason is not None:
             return broken(row["position"], reason)
-        if text["type"] == "capture.stored":
+        if text["type"] in _CAPTURE_TYPES:
             sha, problem = _capture_problem(conn, text["payload"], checked)
             if problem is not None:
                 return broken(row["position"], problem)
