@@ -21,6 +21,7 @@ def test_report_ingests_16_runs_once(db_file: Path) -> None:
     summary = json.loads(out)
     assert (summary["format"], summary["runs"], summary["appended"]) == ("agent-report", 16, 262)
     assert summary["attempts"][:2] == ["overwrite-fixed-1", "overwrite-agent-1"]
+    assert summary["decisions_recorded"] == list(range(263, 279))  # one per run, after them
     code, out, _ = run("ingest", str(REPORT), "--json", db=db_file)
     assert (code, json.loads(out)["appended"], json.loads(out)["skipped"]) == (0, 0, 262)
     code, out, _ = run("events", "--attempt", "newline-version-agent-1", "--json", db=db_file)
@@ -29,7 +30,7 @@ def test_report_ingests_16_runs_once(db_file: Path) -> None:
                      "model.called", "model.decision", "model.decision", "tool.observed",
                      "model.called", "model.decision", "model.decision", "tool.observed",
                      "model.called", "model.decision", "model.decision",
-                     "run.finished", "run.graded"]
+                     "run.finished", "run.graded", "release.decided"]
     last = [json.loads(line)["payload"] for line in out.splitlines()][13]
     assert (last["stage"], last["reason"], last["index"], last["implied"]) == (
         "refused", "duplicate_query", 2, True)

@@ -47,13 +47,18 @@ def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
                     code="attempt_exists", attempt_id=attempt_id)
         return plan.events, [plan.blob]
 
+    from tracestore.recording.decisions import record_decisions
+
     with open_store(db) as store:
         result = store.append_with(build)
+        # Each run's final decision is appended too, as every ingest path does.
+        decided = [p for _, trace_id, _ in plan.runs
+                   for p in record_decisions(store, trace_id)] if result.appended else []
     summary = {"format": plan.format, "sha256": plan.sha256, "runs": len(plan.runs),
                "attempts": [a for a, _, _ in plan.runs], "appended": result.appended,
                "skipped": len(result.skipped_ids),
                "positions": [result.positions[0], result.positions[-1]]
-               if result.positions else []}
+               if result.positions else [], "decisions_recorded": decided}
     if as_json:
         emit_json(summary)
     elif result.appended == 0:
