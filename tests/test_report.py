@@ -48,8 +48,7 @@ def test_t8_lanes_follow_the_projections() -> None:
             new.terminal_position) == ("released", 17, 17, 15)
     assert new.retry_of == "t8-old"
     assert report.violations == ()
-    assert [f.name for f in old.record.unknown] == ["remote_cancellation",
-                                                   "independent_reviewer"]
+    assert [f.name for f in old.record.unknown] == ["remote_cancellation"]
 
 
 def test_t8_every_event_has_one_row_at_its_position_in_its_lane() -> None:

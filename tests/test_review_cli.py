@@ -48,7 +48,7 @@ def test_two_commands_from_replayed_t7_to_a_complete_cited_record(
     text = out.read_text(encoding="utf-8")
     assert text == expected_t7_markdown()
     assert "| Release decision | Ineligible: stopped at #6 (local_stop_before_release)" in text
-    assert "UNKNOWN: 2 of 13 fields (Remote cancellation; Independent reviewer)." in text
+    assert "UNKNOWN: 1 of 13 fields (Remote cancellation)." in text
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # no temp left
 
 
@@ -62,8 +62,8 @@ def test_json_for_scripts(t7_db: Path) -> None:
         code, stdout, _ = run("review", "t7", *flag, db=t7_db)
         doc = json.loads(stdout)
         assert code == 0 and doc["attempt_id"] == "t7" and doc["template"] == "trace-review"
-        assert doc["unknown"] == ["remote_cancellation", "independent_reviewer"]
-        assert [f["source"] for f in doc["fields"]].count("derived") == 11
+        assert doc["unknown"] == ["remote_cancellation"]
+        assert [f["source"] for f in doc["fields"]].count("derived") == 12
 
 
 def test_set_history_approve_through_the_cli(t7_db: Path) -> None:
@@ -205,5 +205,5 @@ def test_review_of_an_ingested_real_capture(db_file: Path) -> None:
         "Ineligible: held at #5 (tool_use_not_allowed)")
     assert fields["candidate"]["value"] == "No text candidate in 11 frames; nothing to release"
     assert fields["accepted_destinations"]["value"] == (
-        "Expected absent (held); actual: no ui/history/export/copy write — no destination "
-        "writes recorded; audit: no violations")
+        "Expected absent (held); actual UI/history/export/copy NOT EXECUTED (no application "
+        "write recorded); audit: no violations")

@@ -25,7 +25,8 @@ TASK = ("Answer from “The public desk opens Wednesday from 09:00 to 17:00 UTC.
         "Thursday.” Accept only preservation of both days, Wednesday hours and UTC without "
         "invented additional hours. Do not require one exact string. No tools are authorized "
         "by this task.")
-HARNESS = "written by the replay harness, not an application readback; audit: no violations"
+NOT_EXECUTED = ("actual UI/history/export/copy NOT EXECUTED (no application write recorded); "
+                "replay harness writes, not readback: ")
 
 
 def events_of(name: str) -> list[StoredEvent]:
@@ -47,7 +48,9 @@ T7_EXPECTED = {
         "(stream:true, background:false); target bedrock-converse-stream "
         "us.anthropic.claude-haiku-4-5-20251001-v1:0 us-east-1", "derived", (1,)),
     "reader_revision": (
-        f"tracestore {V} (release policy seed003-v1) re-derived this record; reader r-t7 "
+        "NOT PROVIDED; no integration executed (no application capture, reader or destination "
+        f"write recorded); tracestore {V} (release policy seed003-v1) re-derived this record; "
+        "reader r-t7 "
         "(bedrock-converse-stream normalizer); decision recorded at #7 under policy "
         "seed003-v1", "derived", (2, 7)),
     "attempt_correlation": (
@@ -72,17 +75,18 @@ T7_EXPECTED = {
         "frames_after_decision (native frames arrived after the decision; they changed "
         "nothing)", "derived", (6, 7)),
     "accepted_destinations": (
-        "Expected absent (stopped); actual: no ui/history/export/copy write, progress fixed "
-        f"text only (#3) — {HARNESS}", "derived", (3, 6)),
+        f"Expected absent (stopped); {NOT_EXECUTED}no ui/history/export/copy write, progress "
+        "fixed text only (#3); audit: no violations", "derived", (3, 6)),
     "authority": (
-        "Profile bedrock-converse-text configures no tools; no tool use observed in 6 frames; "
+        "No tool configured, proposed or authorized; Profile bedrock-converse-text configures "
+        "no tools; no tool use observed in 6 frames; "
         "no model decision proposed, admitted or refused", "derived", (1, 2)),
     "remote_cancellation": ("UNKNOWN", "unknown", ()),
     "evidence_gap": (
         "Not in the log: application destination readback (only replay-harness writes); raw "
         "capture bytes (synthetic projection); a provider receipt for the local Stop at #6 "
         "(client abort propagation unproven)", "derived", (1, 6)),
-    "independent_reviewer": ("UNKNOWN", "unknown", ()),
+    "independent_reviewer": ("UNASSIGNED; not approved", "derived", ()),
 }
 
 
@@ -92,7 +96,7 @@ def test_t7_record_matches_the_seeds_filled_record_field_by_field() -> None:
     assert list(got) == list(T7_EXPECTED)
     for name, want in T7_EXPECTED.items():
         assert got[name] == want, name
-    assert [f.name for f in rec.unknown] == ["remote_cancellation", "independent_reviewer"]
+    assert [f.name for f in rec.unknown] == ["remote_cancellation"]
     assert rec.conflicts == [] and rec.as_of == 12 and rec.trace_id == "t7"
 
 
@@ -107,15 +111,17 @@ def test_t7_meaning_in_the_seeds_words() -> None:
     assert R.LOCAL_STOP_BEFORE_RELEASE in got["release_decision"]
     assert got["accepted_destinations"].startswith("Expected absent")
     assert "audit: no violations" in got["accepted_destinations"]
-    assert got["reader_revision"].startswith(f"tracestore {tracestore.__version__} ")
+    assert got["reader_revision"].startswith(
+        f"NOT PROVIDED; no integration executed (no application capture, reader or destination "
+        f"write recorded); tracestore {tracestore.__version__} ")
     assert got["remote_cancellation"] == "UNKNOWN"
 
 
 RELEASED_DEST = ("Expected: the released answer once each in ui, history, export and copy; "
-                 "actual: ui #{0}, history #{1}, export #{2}, copy #{3}, progress fixed text "
-                 "only (#{4}) — " + HARNESS)
-ABSENT_DEST = ("Expected absent ({0}); actual: no ui/history/export/copy write, progress fixed "
-               "text only (#{1}) — " + HARNESS)
+                 + NOT_EXECUTED + "ui #{0}, history #{1}, export #{2}, copy #{3}, progress "
+                 "fixed text only (#{4}); audit: no violations")
+ABSENT_DEST = ("Expected absent ({0}); " + NOT_EXECUTED + "no ui/history/export/copy write, "
+               "progress fixed text only (#{1}); audit: no violations")
 
 DECISIONS = {
     ("s1", "s1"): (

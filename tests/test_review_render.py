@@ -123,20 +123,20 @@ Seed 003's filled trace-review record (T7 shows one), filled from the events of 
 | Field | Value | Source | Evidence |
 | --- | --- | --- | --- |
 | Comparison revision | Text-stream comparison 2026-10-09: source openai-responses gpt-4.1-2025-04-14 (stream:true, background:false); target bedrock-converse-stream us.anthropic.claude-haiku-4-5-20251001-v1:0 us-east-1 | derived | #1 |
-| Reader/parser revision | tracestore {V} (release policy seed003-v1) re-derived this record; reader r-t7 (bedrock-converse-stream normalizer); decision recorded at #7 under policy seed003-v1 | derived | #2, #7 |
+| Reader/parser revision | NOT PROVIDED; no integration executed (no application capture, reader or destination write recorded); tracestore {V} (release policy seed003-v1) re-derived this record; reader r-t7 (bedrock-converse-stream normalizer); decision recorded at #7 under policy seed003-v1 | derived | #2, #7 |
 | Attempt correlation | Local attempt t7 (trace t7, reader r-t7); no native response id in 6 frames | derived | #2 |
 | Native observation | Native end_turn (normal) at #10, after local Stop at #6; clean drain at #12 | derived | #6, #10, #12 |
 | Candidate | Complete: 1 text block from 2 deltas (#5–#8); text continued after local Stop at #6; still private (no ui/history/export/copy write); text: "The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed Thursday." | derived | #5, #6, #8, #10 |
 | Local ordering | Local Stop #6 → native end_turn #10 → clean drain #12; Stop recorded before the native terminal and before any acceptance | derived | #6, #10, #12 |
 | Semantic rule | Answer from “The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed Thursday.” Accept only preservation of both days, Wednesday hours and UTC without invented additional hours. Do not require one exact string. No tools are authorized by this task. — 6 required and 4 forbidden patterns, case-insensitive on NFC text; no exact-string equality; not judged: the attempt was stopped at #6, before acceptance | derived | #1, #6 |
 | Release decision | Ineligible: stopped at #6 (local_stop_before_release); policy seed003-v1; note frames_after_decision (native frames arrived after the decision; they changed nothing) | derived | #6, #7 |
-| Accepted destinations | Expected absent (stopped); actual: no ui/history/export/copy write, progress fixed text only (#3) — written by the replay harness, not an application readback; audit: no violations | derived | #3, #6 |
-| Authority | Profile bedrock-converse-text configures no tools; no tool use observed in 6 frames; no model decision proposed, admitted or refused | derived | #1, #2 |
+| Accepted destinations | Expected absent (stopped); actual UI/history/export/copy NOT EXECUTED (no application write recorded); replay harness writes, not readback: no ui/history/export/copy write, progress fixed text only (#3); audit: no violations | derived | #3, #6 |
+| Authority | No tool configured, proposed or authorized; Profile bedrock-converse-text configures no tools; no tool use observed in 6 frames; no model decision proposed, admitted or refused | derived | #1, #2 |
 | Remote cancellation | UNKNOWN | unknown | — |
 | Evidence gap | Not in the log: application destination readback (only replay-harness writes); raw capture bytes (synthetic projection); a provider receipt for the local Stop at #6 (client abort propagation unproven) | derived | #1, #6 |
-| Independent reviewer | UNKNOWN | unknown | — |
+| Independent reviewer | UNASSIGNED; not approved | derived | — |
 
-UNKNOWN: 2 of 13 fields (Remote cancellation; Independent reviewer). Conflicts: 0.
+UNKNOWN: 1 of 13 fields (Remote cancellation). Conflicts: 0.
 Approvals: none.
 """
 
@@ -180,7 +180,7 @@ def test_json_record_shape() -> None:
                         "tracestore_version", "fields", "unknown", "conflicts", "approvals",
                         "orphan_values"}
     assert (doc["template"], doc["attempt_id"], doc["unknown"]) == (
-        "trace-review", "t7", ["remote_cancellation", "independent_reviewer"])
+        "trace-review", "t7", ["remote_cancellation"])
     first = doc["fields"][0]
     assert first == {"name": "comparison_revision", "label": "Comparison revision",
                      "value": record.fields[0].value, "source": "derived", "evidence": [1],

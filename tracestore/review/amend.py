@@ -89,6 +89,30 @@ def _independence(template: Template, attempt_id: str, events: Sequence[StoredEv
                           reviewer=reviewer)
 
 
+def _check_unknown_fields(template: Template, events: Sequence[StoredEvent], attempt_id: str,
+                          sets: Sequence[tuple[str, str]], cited: tuple[int, ...]) -> None:
+    """A PASS-like value where the events derive nothing (UNKNOWN) must cite evidence.
+
+    Without a derivation there is nothing for a conflict check to compare with, so an
+    uncited "PASS" would turn UNKNOWN into a claim on the reviewer's word alone.
+    """
+    from tracestore.review.conflicts import pass_like
+    from tracestore.review.context import build_context
+    from tracestore.review.record import derive
+
+    candidates = [(f, v) for f, v in sets if pass_like(v) and not cited
+                  and template.field(f).evidence and not template.field(f).reviewer_only]
+    if not candidates:
+        return
+    ctx = build_context(events, attempt_id, template=template.name, version="")
+    for field, value in candidates:
+        if derive(template.field(field), ctx) is None:
+            raise ReviewError(
+                f"{field!r} is UNKNOWN from the events, so {value!r} needs the positions "
+                "that prove it: pass --evidence POSITION (repeatable)",
+                code="evidence_required", field=field)
+
+
 def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
                 sets: Sequence[tuple[str, str]] = (), approve: bool = False,
                 reviewer: str | None = None, evidence: Sequence[int] = ()) -> list[NewEvent]:
@@ -108,6 +132,7 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
             raise ReviewError(f"{field!r} is filled by approvals: use --approve",
                               code="field_needs_approval", field=field)
         check_value(field, value)
+    _check_unknown_fields(template, events, attempt_id, sets, cited)
     _independence(template, attempt_id, events, name, setting=bool(sets), approving=approve)
     stream = review_stream(template.name, attempt_id)
     planned = [NewEvent(stream, ReviewFieldSet(attempt_id=attempt_id, template=template.name,

@@ -38,9 +38,9 @@ def _actual(ctx: ReviewContext, source: str | None) -> tuple[str, list[int]]:
     answer = [(d, e) for d, e in writes if d != "progress"]
     progress = [e for d, e in writes if d == "progress"]
     if answer:
-        text = "actual: " + listed([f"{d} #{e.position}" for d, e in answer], limit=8)
+        text = listed([f"{d} #{e.position}" for d, e in answer], limit=8)
     else:
-        text = "actual: no ui/history/export/copy write"
+        text = "no ui/history/export/copy write"
     fixed = [e.position for e in progress if e.text == PROGRESS_TEXT]
     other = [e.position for e in progress if e.text != PROGRESS_TEXT]
     if fixed:
@@ -48,13 +48,15 @@ def _actual(ctx: ReviewContext, source: str | None) -> tuple[str, list[int]]:
     if other:
         text += f", progress shows OTHER TEXT ({positions(other)})"
     writers = sorted({e.source for _, e in writes})
-    if not writers:
-        text += " — no destination writes recorded"
-    elif writers == ["harness"]:
-        text += " — written by the replay harness, not an application readback"
-    else:
-        text += f" — written by: {', '.join(writers)}"
-    return text, [e.position for _, e in writes]
+    cited = [e.position for _, e in writes]
+    if "application" not in writers:
+        # Seed 003's words: no application ran, so the actual destinations were not executed;
+        # what the harness wrote by following the policy is shown, never as readback.
+        head = "actual UI/history/export/copy NOT EXECUTED (no application write recorded)"
+        if writers:
+            head += f"; replay harness writes, not readback: {text}"
+        return head, cited
+    return f"actual: {text} — written by: {', '.join(writers)}", cited
 
 
 def _audit(ctx: ReviewContext) -> tuple[str, list[int]]:
@@ -123,13 +125,18 @@ def evidence_gap(ctx: ReviewContext) -> Derived:
                       ctx.view.stop_position)
 
 
+#: Seed 003's words for a record nobody has approved.
+UNASSIGNED = "UNASSIGNED; not approved"
+
+
 @deriver("independent_reviewer")
-def independent_reviewer(ctx: ReviewContext) -> Derived | None:
+def independent_reviewer(ctx: ReviewContext) -> Derived:
     """Who approved this record, whether they stayed independent, and what came after."""
     review = ctx.review_events()
     approvals = [e for e in review if isinstance(e.event, ReviewApproved)]
     if not approvals:
-        return None
+        # The log holds every approval of this record, so "none" is a fact, not a gap.
+        return Derived.of(UNASSIGNED)
     setters = {reviewer_key(e.event.reviewer) for e in review
                if isinstance(e.event, ReviewFieldSet)}
     parts = ["Approved by " + listed([

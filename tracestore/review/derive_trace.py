@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import CaptureStored, FrameReceived, ModelDecision, SemanticJudged
+from tracestore.events import (
+    CaptureStored, DestinationWritten, FrameReceived, ModelDecision, SemanticJudged,
+)
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
 from tracestore.review.context import Derived, ReviewContext, deriver
@@ -100,15 +102,34 @@ def source_settings(ctx: ReviewContext) -> Derived | None:
                       ctx.start.position, model_at)
 
 
+def _application_reader(ctx: ReviewContext) -> str:
+    """What the log says about the APPLICATION's reader/parser (seed 003: NOT PROVIDED when
+    none was recorded).  tracestore's own reader re-derives, it is not the application's."""
+    request = ctx.started.request or {}
+    for key in ("reader_revision", "client", "sdk"):
+        if isinstance(request.get(key), str) and request[key]:
+            return f"application {key.replace('_', ' ')} {request[key]} (recorded at start)"
+    ran = any(isinstance(e.event, DestinationWritten) and e.event.source == "application"
+              for e in ctx.attempt_events()) or any(
+        isinstance(e.event, CaptureStored) and e.event.framing != "projection"
+        for e in ctx.attempt_events())
+    if ran:
+        return "NOT PROVIDED; the application's reader/parser revision is not in the log"
+    return ("NOT PROVIDED; no integration executed (no application capture, reader or "
+            "destination write recorded)")
+
+
 @deriver("reader_revision")
 def reader_revision(ctx: ReviewContext) -> Derived:
-    """The running tracestore and policy that re-derived the record, and the reader used.
+    """The application's reader revision (NOT PROVIDED unless recorded), then the running
+    tracestore and policy that re-derived the record and the reader the events name.
 
     The version is the running one (passed in as data), not whichever version ingested the
     events; a recorded decision under another policy is named so the difference shows.
     """
     s = ctx.started
-    parts = [f"tracestore {ctx.version} (release policy {R.POLICY_VERSION}) re-derived this "
+    parts = [_application_reader(ctx),
+             f"tracestore {ctx.version} (release policy {R.POLICY_VERSION}) re-derived this "
              f"record", f"reader {s.reader or 'unnamed'} ({s.api} normalizer)"]
     recorded = ctx.recorded_decision()
     if recorded is not None:
@@ -217,6 +238,9 @@ def authority(ctx: ReviewContext) -> Derived | None:
     tools = [a for a in ctx.view.anomalies if a.code == R.TOOL_USE_NOT_ALLOWED]
     decisions = [e for e in ctx.attempt_events() if isinstance(e.event, ModelDecision)]
     parts = [f"Profile {p.name} {'allows' if p.tools_allowed else 'configures no'} tools"]
+    if not (p.tools_allowed or tools or decisions):
+        # Seed 003's summary, when each of its three parts is shown by the events.
+        parts.insert(0, "No tool configured, proposed or authorized")
     groups = grouped(("tool", "", a.detail or a.native_type, a.position) for a in tools)
     if tools:
         parts.append("tool use observed and held, never dispatched: " + listed(

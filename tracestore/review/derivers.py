@@ -7,6 +7,7 @@ deriver is a function with ``@deriver("name")`` in a ``derive_*`` module, import
 from __future__ import annotations
 
 from tracestore.review import derive_attempt, derive_review, derive_trace  # noqa: F401  (registers)
+from tracestore.review import conflicts  # noqa: F401  (registers the conflict checks)
 from tracestore.review.context import CONFLICT_CHECKS, DERIVERS, ConflictCheck, Deriver
 
 
