@@ -258,3 +258,28 @@ def test_the_recorder_binds_a_contract_and_request_to_a_live_trace(tmp_path: Pat
         with pytest.raises(InputError) as caught:
             rec.trace("q2", binding={"selected_context": 3})
         assert caught.value.code == "invalid_binding"
+
+
+def test_a_stream_ending_inside_a_frame_or_a_character_is_held_with_the_seeds_code() -> None:
+    data = (SEED000 / "replace-file.ndjson").read_bytes()
+    cut = data[:-20]  # inside the done frame
+    events, d = ingest(cut)
+    assert (d.status, d.reasons) == ("held", ("truncated_frame",))
+    rejected = [e.event for e in events if isinstance(e.event, FrameRejected)]
+    assert [(r.code, r.offset) for r in rejected] == [
+        ("truncated_frame", data.rindex(b"\n", 0, len(data) - 1) + 1)]
+    bangla = frames_of('{"status": ', '"answered", "answer": "ক"')
+    inside = bangla[:bangla.index("ক".encode()) + 1]
+    _, d = ingest(inside)
+    assert (d.status, d.reasons) == ("held", ("truncated_utf8",))
+
+
+def test_without_a_binding_the_review_says_unknown(tmp_path: Path) -> None:
+    db = tmp_path / "u.db"
+    assert run("ingest", str(SEED000 / "replace-file.ndjson"), "--attempt", "nb", "--contract",
+               str(ROOT / "fixtures/contracts/seed000-rag.json"), db=db)[0] == 0
+    fields = {f["name"]: f for f in json.loads(run("review", "nb", "--format", "json",
+                                                   db=db)[1])["fields"]}
+    assert fields["candidate"]["value"].endswith(
+        "structured reply under contract seed000-rag: ok; binding UNKNOWN (none recorded)")
+    assert "Ineligible: held" in fields["release_decision"]["value"]

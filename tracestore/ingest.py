@@ -41,7 +41,7 @@ from tracestore.ingest_fast import (
 )
 from tracestore.providers.base import as_map, make_normalizer
 from tracestore.providers.bedrock import EVENT_MEMBERS
-from tracestore.providers.capture import read_capture
+from tracestore.providers.capture import PARTIAL_PROVIDERS, read_capture
 from tracestore.providers.strictjson import strict_loads
 from tracestore.wire import (
     DETECT_HEAD_BYTES, MAX_FRAMES_PER_CAPTURE, decode_bytes, framing_for_path, make_decoder,
@@ -335,6 +335,12 @@ def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id:
     if failure is not None:  # a frame that could not be read: recorded, and reading stops
         body.append(FrameRejected(attempt_id=attempt, code=failure.code, offset=failure.offset,
                                   index=len(reading.frames), detail=failure.message))
+    elif reading.truncation is not None and reading.provider in PARTIAL_PROVIDERS:
+        # Seed 000 keeps an application stream that ends inside a frame (or inside a UTF-8
+        # character) as invalid, with the seed's own code, whatever frames came before.
+        body.append(FrameRejected(attempt_id=attempt, code=reading.truncation.code,
+                                  offset=reading.truncation.offset, index=len(reading.frames),
+                                  detail="input ended inside a frame"))
     drain, detail = capture_drain(reading)
     body.append(TransportDrained(attempt_id=attempt, outcome=drain, detail=detail,
                                  reader="ingest"))

@@ -85,6 +85,8 @@ UNTRUSTED_VALUE: Final = "untrusted_value"
 STATUS_CITATION_MISMATCH: Final = "status_citation_mismatch"
 # seed 000's application frames
 INVALID_FRAME_JSON: Final = "invalid_frame_json"
+TRUNCATED_FRAME: Final = "truncated_frame"
+TRUNCATED_UTF8: Final = "truncated_utf8"
 INVALID_FRAME_SCHEMA: Final = "invalid_frame_schema"
 INVALID_SEQUENCE: Final = "invalid_sequence"
 FRAME_REQUEST_MISMATCH: Final = "frame_request_mismatch"
@@ -216,6 +218,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
                               "not_in_docs must have none).",
     INVALID_FRAME_JSON: "An application frame is not strict JSON; the frames before it stay "
                         "recorded.",
+    TRUNCATED_FRAME: "An application frame stream ends inside a frame (no closing newline); "
+                     "the frames before it stay recorded.",
+    TRUNCATED_UTF8: "An application frame stream ends inside a UTF-8 character.",
     INVALID_FRAME_SCHEMA: "An application frame is not an object with exactly its kind's keys.",
     INVALID_SEQUENCE: "An application frame's sequence is not the next integer.",
     FRAME_REQUEST_MISMATCH: "An application frame is bound to another request (its "
