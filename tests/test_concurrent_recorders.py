@@ -1,0 +1,78 @@
+"""Issue 14, item 6, sized for CI: several processes record live attempts into one store
+at once (SQLite file; PostgreSQL when TRACESTORE_TEST_PG_URL names a server), and
+processes killed mid-stream leave their attempts pending with the log verifying.
+
+The full-size run (8 processes x 1000 attempts, p99 latency) is bench/concurrent_recorders.py;
+the 100-kill run is bench/kill_recorder.py.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import concurrent_recorders as conc  # noqa: E402
+import kill_recorder as kill  # noqa: E402
+from conftest import PG_URL, _fresh_pg_url  # noqa: E402
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_four_processes_recording_live_attempts_lose_and_duplicate_nothing(
+        tmp_path: Path, backend: str, capsys) -> None:
+    if backend == "postgresql" and not PG_URL:
+        pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
+    url = f"sqlite:///{tmp_path / 'c.db'}" if backend == "sqlite" else _fresh_pg_url()
+    assert conc.run(url, processes=4, attempts=12)
+    out = capsys.readouterr().out
+    assert "48 attempts, 192 appends" in out and "invariants: all hold" in out
+    assert conc.check(url, 4, 12) == []
+    assert conc.check(url, 4, 13) == ["4 attempts missing, 0 unexpected"]
+
+
+def test_the_check_sees_a_lost_event(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'c.db'}"
+    assert conc.run(url, processes=2, attempts=3)
+    conn = sqlite3.connect(tmp_path / "c.db")
+    conn.execute("DROP TRIGGER ts_events_no_delete")
+    conn.execute("DELETE FROM ts_events WHERE position = (SELECT max(position) FROM ts_events)")
+    conn.commit()
+    conn.close()
+    assert conc.check(url, 2, 3) == ["1 attempts without exactly "
+                                     f"{conc.expected_events_per_attempt(url)} events"]
+
+
+def test_writers_killed_mid_stream_leave_pending_attempts_and_a_verifying_log(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    from tracestore.store.log import EventStore
+
+    EventStore(url).close()
+    writers = [subprocess.Popen([sys.executable, "-c", kill.WRITER, url, str(kill.CAPTURE),
+                                 f"k{n}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+               for n in range(3)]
+    try:
+        for proc in writers:
+            assert proc.stdout is not None and proc.stdout.readline().startswith(b"attempt")
+        for delay, proc in zip((0.05, 0.3, 0.6), writers):
+            time.sleep(delay)
+            os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        for proc in writers:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    for n in range(3):
+        problems, state = kill.check_round(url, f"k{n}")
+        assert problems == []
+        assert state.startswith("in-flight attempt pending"), state
+    with EventStore(url) as store:
+        assert store.verify().ok
