@@ -139,3 +139,13 @@ def test_the_audit_timeline_shows_verdicts(db_file: Path) -> None:
     assert "✖ refused search 'Path.read_text newline encoding': duplica…" in lines  # cell cut
     assert "■ run failed (duplicate_query)" in lines
     assert "model call 2 (837 tokens)" in lines
+
+
+def test_non_string_ids_fall_back_to_the_file_name() -> None:
+    value = {"id": 7, "case_id": {"x": 1}, "result": trial("overwrite-agent-1")["result"]}
+    data = json.dumps(value).encode()
+    plan = plan_agent_ingest(data, filename="odd.json")
+    sha = hashlib.sha256(data).hexdigest()
+    assert plan.runs == ((f"odd-{sha[:8]}", f"odd-{sha[:8]}", f"odd-{sha[:8]}"),)
+    opened = next(e.event for e in plan.events if e.event.type == "run.opened")
+    assert (opened.trial_id, opened.case_id) == (None, None)

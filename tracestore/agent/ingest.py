@@ -184,11 +184,11 @@ def plan_agent_ingest(data: bytes, *, filename: str | None = None, fmt: str = "a
     events: list[NewEvent] = []
     runs = []
     for trial in trials:
-        label = trial.get("id") or f"{stem}-{sha[:8]}"
+        label = _opt(trial.get("id"), str) or f"{stem}-{sha[:8]}"
         run_id = attempt_id if attempt_id and len(trials) == 1 else label
         if trace_prefix:
             run_id = f"{trace_prefix}.{run_id}"
-        case = (cases or {}).get(trial.get("case_id") or "")
+        case = (cases or {}).get(_opt(trial.get("case_id"), str) or "")
         events += _plan_run(trial, header, run_id, sha, len(data), filename, fmt, case)
         runs.append((run_id, run_id, label))
     return AgentIngestPlan(fmt, sha, tuple(runs), events, data)
@@ -215,7 +215,8 @@ def _plan_run(trial: Mapping[str, Any], header: Mapping[str, Any], run_id: str, 
                       limits={n: result["limits"][n] for n in LIMIT_NAMES},
                       model=model if isinstance(model, str) else None,
                       config=config if isinstance(config, Mapping) else None,
-                      trial_id=trial.get("id"), case_id=_opt(trial.get("case_id"), str),
+                      trial_id=_opt(trial.get("id"), str),
+                      case_id=_opt(trial.get("case_id"), str),
                       split=_opt(trial.get("split"), str), repeat=_opt(trial.get("repeat"), int))]
     body += _run_body(run_id, result, trial.get("provider_usage"))
     body.append(RunFinished(
