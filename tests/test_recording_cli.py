@@ -78,3 +78,95 @@ def test_retry_of_an_unknown_attempt_is_refused_and_writes_nothing(db_file: Path
     assert code == 4
     assert err.startswith("error[unknown_attempt]: --retry-of names 'nope'")
     assert count_events(db_file) == 0
+
+
+# -- destination, readback, audit ------------------------------------------------------------
+
+def _released_gpt4o(db: Path) -> str:
+    assert run("ingest", str(GPT4O), "--attempt", "g", "--task", str(PARIS), db=db)[0] == 0
+    return json.loads(run("release", "g", "--json", db=db)[1])["answer"]
+
+
+def test_destination_writes_and_readbacks_are_audited_against_the_decision(
+        db_file: Path, tmp_path: Path) -> None:
+    answer = _released_gpt4o(db_file)
+    good, bad = tmp_path / "good.txt", tmp_path / "bad.txt"
+    good.write_text(answer, encoding="utf-8")
+    bad.write_text(answer + " (edited)", encoding="utf-8")
+    code, out, err = run("destination", "g", "ui", "--text-file", str(good), db=db_file)
+    assert code == 0, err
+    assert out.startswith(f"recorded: {len(answer)} characters written to ui for attempt g ")
+    code, out, _ = run("audit", "--trace", "g", "--json", db=db_file)
+    assert json.loads(out)["violations"] == []
+    code, out, _ = run("destination", "g", "history", "--text-file", str(bad), "--readback",
+                       "--json", db=db_file)
+    assert code == 0 and json.loads(out)["readback"] is True
+    code, out, _ = run("audit", "--trace", "g", "--json", db=db_file)
+    assert [(v["code"], v["destination"], v["position"]) for v in
+            json.loads(out)["violations"]] == [("readback_mismatch", "history",
+                                                json.loads(out)["violations"][0]["position"])]
+    assert json.loads(out)["violations"][0]["position"] == count_events(db_file)
+
+
+def test_destination_bad_input_is_refused_and_writes_nothing(db_file: Path, tmp_path: Path) -> None:
+    _released_gpt4o(db_file)
+    text = tmp_path / "t.txt"
+    text.write_text("x", encoding="utf-8")
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"caf\xe9")
+    before = count_events(db_file)
+    cases = [(["g", "clipboard", "--text-file", str(text)], 2, "unknown_destination"),
+             (["nope", "ui", "--text-file", str(text)], 4, "attempt_not_found"),
+             (["g", "ui", "--text-file", str(latin)], 2, "invalid_utf8")]
+    for args, exit_code, error in cases:
+        code, _, err = run("destination", *args, db=db_file)
+        assert (code, err.split("]")[0]) == (exit_code, f"error[{error}"), err
+    assert count_events(db_file) == before
+
+
+# -- task rule versions ---------------------------------------------------------------------
+
+def test_a_new_task_version_judges_again_and_older_decisions_stay(db_file: Path,
+                                                                  tmp_path: Path) -> None:
+    assert run("ingest", str(GPT4O), "--attempt", "g", db=db_file)[0] == 0
+    held = json.loads(run("release", "g", "--json", db=db_file)[1])
+    assert (held["status"], held["reasons"]) == ("held", ["no_semantic_rule"])
+    code, out, err = run("task", "g", "--task", str(PARIS), "--json", db=db_file)
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["rule_version"], [(d["attempt_id"], d["status"], d["rule_version"])
+                                     for d in result["decisions"]]) == (
+        2, [("g", "released", 2)])
+    decided = [e.event for e in events_of(db_file, attempt_id="g")
+               if e.type == "release.decided"]
+    assert [(d.status, d.rule_version) for d in decided] == [("held", None), ("released", 2)]
+    assert json.loads(run("release", "g", "--json", db=db_file)[1])["status"] == "released"
+    code, out, _ = run("task", "g", "--task", str(PARIS), db=db_file)
+    assert (code, out.strip()) == (0, "trace g: this rule is already version 2; nothing appended")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"answer_patterns": ["(a+)+$"]}')
+    before = count_events(db_file)
+    assert run("task", "g", "--task", str(bad), db=db_file)[0] == 2
+    assert run("task", "nope", "--task", str(PARIS), db=db_file)[0] == 4
+    assert count_events(db_file) == before
+
+
+def test_a_recorded_decision_that_disagrees_is_shown_and_kept(db_file: Path) -> None:
+    from tracestore.events import NewEvent, ReleaseDecided, attempt_stream
+
+    assert run("ingest", str(GPT4O), "--attempt", "g", "--task", str(PARIS), db=db_file)[0] == 0
+    with EventStore(f"sqlite:///{db_file}") as store:  # as an older policy might have said
+        store.append([NewEvent(attempt_stream("g"), ReleaseDecided(
+            attempt_id="g", eligible=False, status="held", reasons=("unknown_stop_reason",),
+            policy_version="seed003-v0", decided_at_position=30, rule_version=1),
+            trace_id="g")])
+    before = count_events(db_file)
+    code, out, _ = run("release", "g", "--json", db=db_file)
+    shown = json.loads(out)
+    assert shown["status"] == "released"
+    assert [(d["policy_version"], d["recorded"]["status"]) for d in
+            shown["recorded_disagreements"]] == [("seed003-v0", "held")]
+    code, out, _ = run("release", "g", db=db_file)
+    assert "says held (unknown_stop_reason); recomputed now: released. The recorded event " \
+           "stays as it is." in " ".join(out.split())
+    assert count_events(db_file) == before

@@ -138,11 +138,23 @@ def release(
         events = load_attempt_context(store, attempt, at)
     decision, view = decide_with_view(events, attempt, upto=at)
     envelope = project_envelope(decision, view)
+    from tracestore.recording.decisions import recorded_disagreements
+
+    # A recorded decision the running policy recomputes differently is shown, never replaced.
+    disagreements = recorded_disagreements(events, attempt, decision)
     if as_json:
         # The envelope is what a front end may show for this attempt (seed 004).
+        extra = ({"recorded_disagreements": [d.to_dict() for d in disagreements]}
+                 if disagreements else {})
         emit_json({**decision.to_dict(),
-                   "envelope": envelope.to_dict() if envelope is not None else None})
+                   "envelope": envelope.to_dict() if envelope is not None else None, **extra})
         return
+    for d in disagreements:
+        r = d.recorded
+        console.print(term_text(
+            f"recorded decision at #{d.position} (policy {r.policy_version}, rule version "
+            f"{r.rule_version or 'none'}) says {r.status} ({', '.join(r.reasons)}); recomputed "
+            f"now: {decision.status}. The recorded event stays as it is.", "bold yellow"))
     console.print(decision_table([decision], title=f"release decision for {attempt}"
                                  + (f" as of position {at}" if at is not None else "")))
     print_reasons([decision])

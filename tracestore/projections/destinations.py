@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tracestore.events import (
-    ANSWER_DESTINATIONS, AttemptStarted, DestinationWritten, StoredEvent,
+    ANSWER_DESTINATIONS, AttemptStarted, DestinationReadBack, DestinationWritten, StoredEvent,
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptView
@@ -132,7 +132,8 @@ def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> Audi
         progress = tuple(_entry(p, w) for p, w in mine if w.destination == "progress")
         report.append(AttemptDestinations(attempt_id, j.view.trace_id, dests, progress,
                                           j.decision))
-    found = _violations(writes, judged) + [f for j in judged.values() for f in j.findings]
+    found = (_violations(writes, judged) + _readback_violations(events, judged)
+             + [f for j in judged.values() for f in j.findings])
     return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)))
 
 
@@ -170,6 +171,33 @@ def _violations(writes: list[tuple[int, DestinationWritten]],
         if seen[(write.attempt_id, write.destination)] > 1:
             flag(R.REPEATED_DESTINATION_WRITE,
                  f"write #{seen[(write.attempt_id, write.destination)]} to {write.destination}")
+    return found
+
+
+def _readback_violations(events: Sequence[StoredEvent],
+                         judged: Mapping[str, _Judged]) -> list[Violation]:
+    """What an application read back from a destination, against the decision: a released
+    attempt's destinations hold its answer; anything else holds at most the progress text."""
+    found: list[Violation] = []
+    for stored in events:
+        read = stored.event
+        if not isinstance(read, DestinationReadBack) or read.attempt_id not in judged:
+            continue
+        j = judged[read.attempt_id]
+
+        def flag(code: str, message: str) -> None:
+            found.append(Violation(code, read.attempt_id, read.destination, stored.position,
+                                   message))
+
+        decision = j.decision
+        released = decision.eligible and (decision.decided_at_position or 0) < stored.position
+        if released and read.destination != "progress":
+            if read.text != decision.answer:
+                flag(R.READBACK_MISMATCH, "read back other text than the released answer")
+        elif read.text not in ("", PROGRESS_TEXT):
+            code = R.READBACK_MISMATCH if decision.eligible else R.INELIGIBLE_TEXT_IN_DESTINATION
+            flag(code, f"read back text while the attempt is {decision.status}")
+        _check_old_text(j, judged, read.text, flag)
     return found
 
 

@@ -134,6 +134,7 @@ OLD_ATTEMPT_TEXT_IN_ANSWER: Final = "old_attempt_text_in_answer"
 SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
 ANSWER_MISMATCH: Final = "answer_mismatch"
 PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
+READBACK_MISMATCH: Final = "readback_mismatch"
 
 DESCRIPTIONS: Final[dict[str, str]] = {
     # statuses
@@ -269,6 +270,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     SHOWN_BEFORE_RELEASE: "An answer destination was written before the release position.",
     ANSWER_MISMATCH: "A destination holds text other than the released answer.",
     PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
+    READBACK_MISMATCH: "A destination, read back by the application, holds other text than "
+                       "the released answer (or, before release, than the progress text).",
     # agent runs
     INCOMPLETE: "An agent run ended without an answer: the model stopped, or a limit or the "
                 "deadline was reached.",

@@ -105,4 +105,58 @@ def check_retry_of(store: Any, trace_id: str, retry_of: str | None) -> None:
                        attempt_id=retry_of)
 
 
-__all__ = ["check_retry_of", "with_app_evidence"]
+#: Destinations an application may report (``progress`` is the fixed pre-release text).
+APP_DESTINATIONS = ("progress", "ui", "history", "export", "copy")
+
+
+def destination_event(attempt_id: str, destination: str, text: str, *,
+                      readback: bool, observed_at: str | None = None) -> Any:
+    """``destination.written`` (source application) or ``destination.read_back``."""
+    from tracestore.events import DestinationReadBack, DestinationWritten
+    from tracestore.projections.semantics import sha256_text
+
+    if destination not in APP_DESTINATIONS:
+        raise InputError(f"unknown destination {destination!r}; expected one of "
+                         f"{', '.join(APP_DESTINATIONS)}", code="unknown_destination")
+    if not isinstance(text, str):
+        raise InputError("destination text must be a str", code="invalid_text")
+    if readback:
+        return DestinationReadBack(attempt_id=attempt_id, destination=destination,  # type: ignore[arg-type]
+                                   text=text, sha256=sha256_text(text), observed_at=observed_at)
+    return DestinationWritten(attempt_id=attempt_id, destination=destination,  # type: ignore[arg-type]
+                              text=text, sha256=sha256_text(text), source="application",
+                              observed_at=observed_at)
+
+
+def revise_task(store: Any, trace_id: str, rule: Any, *,
+                by: str | None = None) -> tuple[int, int | None]:
+    """Append ``task.revised`` (one more than the newest version) in one transaction.
+
+    Returns ``(version, position)``; position is None when ``rule`` is already the rule in
+    force (nothing appended).  Version 1 is what ``trace.opened`` held (even no rule).
+    """
+    from tracestore.errors import NotFound
+    from tracestore.events import TaskRevised, trace_stream
+    from tracestore.projections.release import rule_in_force
+
+    outcome: dict[str, Any] = {}
+
+    def build(view: Any) -> tuple[list[NewEvent], list[bytes]]:
+        own = view.read(stream=trace_stream(trace_id))
+        if not own:
+            raise NotFound(f"no trace {trace_id!r} in the log", code="trace_not_found",
+                           trace_id=trace_id)
+        current = rule_in_force(own, trace_id)
+        if current.rule == rule:
+            outcome["version"] = current.version or 1
+            return [], []
+        outcome["version"] = (current.version or 1) + 1
+        revised = TaskRevised(trace_id=trace_id, version=outcome["version"], task=rule, by=by)
+        return [NewEvent(trace_stream(trace_id), revised, trace_id=trace_id)], []
+
+    result = store.append_with(build)
+    return outcome["version"], (result.positions[0] if result.positions else None)
+
+
+__all__ = ["APP_DESTINATIONS", "check_retry_of", "destination_event", "revise_task",
+           "with_app_evidence"]

@@ -27,20 +27,18 @@ from typing import Any, Mapping
 
 from tracestore.errors import ExpectedVersionConflict, InputError, NotFound, StoreError
 from tracestore.events import (
-    AttemptStarted, CaptureSegment, DestinationReadBack, DestinationWritten, FrameReceived,
-    LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
+    AttemptStarted, CaptureSegment, FrameReceived, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
     trace_stream,
 )
 from tracestore.ingest import (
     DRAIN_OUTCOMES, Bindings, binding_events, check_binding_conflicts, event_id,
 )
 from tracestore.projections.release import ReleaseDecision, decide_release
-from tracestore.projections.semantics import sha256_text, validate_rule
+from tracestore.projections.semantics import validate_rule
 from tracestore.recording.decisions import record_decisions
+from tracestore.recording.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.stream import FeedResult, LiveCapture
 
-#: Destinations an application may report writing to (``progress`` is the fixed text).
-APP_DESTINATIONS = ("progress", "ui", "history", "export", "copy")
 
 
 def _now() -> str:
@@ -272,20 +270,13 @@ class AttemptRecorder:
 
     # -- internals -----------------------------------------------------------------------
     def _destination(self, destination: str, text: str, *, readback: bool) -> None:
-        if destination not in APP_DESTINATIONS:
-            raise InputError(f"unknown destination {destination!r}; expected one of "
-                             f"{', '.join(APP_DESTINATIONS)}", code="unknown_destination")
-        if not isinstance(text, str):
-            raise InputError("destination text must be a str", code="invalid_text")
+        event = destination_event(self.attempt_id, destination, text, readback=readback,
+                                  observed_at=_now())
         with self._rec.lock:
             if self.failure is not None:
                 raise self.failure
             self._require_started("destination")
-            cls = DestinationReadBack if readback else DestinationWritten
-            fields: dict[str, Any] = {} if readback else {"source": "application"}
-            self._append([cls(attempt_id=self.attempt_id, destination=destination,  # type: ignore[arg-type]
-                              text=text, sha256=sha256_text(text), observed_at=_now(),
-                              **fields)])
+            self._append([event])
 
     def _usable(self) -> None:
         if self.failure is not None:

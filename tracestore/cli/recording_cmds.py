@@ -1,0 +1,109 @@
+"""The application's evidence from the command line: ``destination`` and ``task``.
+
+Thin: read the files, append through the store (one transaction each), record the decisions
+that became final, print one line.  The library side is ``tracestore.recording``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from tracestore.cli.common import (
+    DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
+    trace_of_attempt,
+)
+from tracestore.errors import InputError
+
+
+def _read_text(path: Path) -> str:
+    from tracestore.cli.store_cmds import read_input
+
+    try:
+        return read_input(path).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path} is not UTF-8 text (byte {exc.start})",
+                         code="invalid_utf8", path=str(path)) from exc
+
+
+@app.command()
+@handles_errors
+def destination(
+    attempt: Annotated[str, typer.Argument(help="Attempt id.")],
+    name: Annotated[str, typer.Argument(metavar="DESTINATION",
+                                        help="ui, history, export, copy (or progress).")],
+    text_file: Annotated[Path, typer.Option(
+        "--text-file", metavar="FILE", help="UTF-8 file holding exactly the text written.")],
+    readback: Annotated[bool, typer.Option(
+        "--readback", help="The text is what the destination held when read back.")] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Record what the application wrote to a destination; audit compares it with the decision."""
+    from tracestore.recording.evidence import destination_event
+    from tracestore.events import NewEvent, attempt_stream
+
+    event = destination_event(attempt, name, _read_text(text_file), readback=readback)
+    with open_store(db, create=False) as store:
+        trace = trace_of_attempt(store, attempt)
+        result = store.append([NewEvent(attempt_stream(attempt), event, trace_id=trace)])
+    position = result.positions[0]
+    what = "read back from" if readback else "written to"
+    if as_json:
+        emit_json({"attempt_id": attempt, "destination": name, "readback": readback,
+                   "sha256": event.sha256, "chars": len(event.text), "position": position})
+        return
+    console.print(term_text(f"recorded: {len(event.text)} characters {what} {name} for "
+                            f"attempt {attempt} (sha256 {event.sha256[:16]}) at position "
+                            f"{position}"))
+
+
+@app.command()
+@handles_errors
+def task(
+    trace: Annotated[str, typer.Argument(help="Trace id.")],
+    task_file: Annotated[Path, typer.Option(
+        "--task", metavar="FILE",
+        help="JSON task rule {description, answer_patterns, forbidden_patterns}.")],
+    by: Annotated[Optional[str], typer.Option(help="Who revised the rule.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Append a new version of a trace's task rule; final attempts are judged again under it.
+
+    Decisions recorded under older versions stay in the log as they were.
+    """
+    from tracestore.cli.store_cmds import read_task
+    from tracestore.recording.decisions import record_decisions
+    from tracestore.recording.evidence import revise_task
+
+    rule = read_task(task_file)
+    assert rule is not None
+    with open_store(db, create=False) as store:
+        version, position = revise_task(store, trace, rule, by=by)
+        decided = record_decisions(store, trace) if position is not None else []
+        decisions = [e.event for e in store.read(trace_id=trace) if e.position in decided
+                     and e.type == "release.decided"]
+    rows: list[dict[str, Any]] = [
+        {"attempt_id": d.attempt_id, "status": d.status, "reasons": list(d.reasons),
+         "decided_at_position": d.decided_at_position, "rule_version": d.rule_version}
+        for d in decisions]
+    if as_json:
+        emit_json({"trace_id": trace, "rule_version": version, "position": position,
+                   "decisions": rows})
+        return
+    if position is None:
+        console.print(term_text(f"trace {trace}: this rule is already version {version}; "
+                                "nothing appended"))
+        return
+    console.print(term_text(f"trace {trace}: task rule version {version} at position "
+                            f"{position}; {len(rows)} decisions recorded under it"))
+    for row in rows:
+        console.print(term_text(f"  {row['attempt_id']}: {row['status']} "
+                                f"({', '.join(row['reasons'])})"))
+
+
+__all__ = ["destination", "task"]
+
