@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
 OPENAI = REPO / "fixtures" / "real" / "openai-responses" / "text-gpt-4o.sse"
 COMMANDS = ("init", "ingest", "events", "attempts", "verify", "release", "replay", "audit",
-            "review", "templates", "report", "export", "import")
+            "review", "templates", "report", "export", "import", "destination", "task",
+            "scenario-schema")
 
 
 def cli(*args: str, columns: int = 80, stdin: bytes | None = None,

@@ -170,3 +170,61 @@ def test_a_recorded_decision_that_disagrees_is_shown_and_kept(db_file: Path) -> 
     assert "says held (unknown_stop_reason); recomputed now: released. The recorded event " \
            "stays as it is." in " ".join(out.split())
     assert count_events(db_file) == before
+
+
+# -- scenarios over capture bytes, and the published schema -----------------------------------
+
+def _scenario(tmp_path: Path, steps: list) -> Path:
+    path = tmp_path / "app.json"
+    path.write_text(json.dumps({"trace": "app", "task": {"answer_patterns": ["paris"]},
+                                "steps": steps}))
+    return path
+
+
+def test_capture_steps_replay_an_interleaving_over_real_bytes(db_file: Path, tmp_path: Path) -> None:
+    old, new = str(TEXT_BASIC), str(GPT4O)
+    path = _scenario(tmp_path, [
+        {"open": "r1", "attempt": "old", "api": "anthropic-messages"},
+        {"reader": "r1", "capture": old, "until_byte": 700},
+        {"reader": "r1", "local": "stop"},
+        {"open": "r2", "attempt": "new", "api": "openai-responses", "retry_of": "old"},
+        {"reader": "r2", "capture": new, "until_byte": 2500},
+        {"reader": "r1", "capture": old},                      # the old reader's late bytes
+        {"reader": "r1", "local": "drain", "outcome": "clean"},
+        {"reader": "r2", "capture": new},
+        {"reader": "r2", "local": "drain", "outcome": "clean"}])
+    code, out, err = run("replay", str(path), "--json", db=db_file)
+    assert code == 0, err
+    report = json.loads(out)
+    assert [(a["attempt_id"], a["status"]) for a in report["attempts"]] == [
+        ("old", "stopped"), ("new", "released")]
+    assert report["attempts"][1]["answer"] == "The capital of France is Paris."
+    frames = [e.event for e in events_of(db_file, trace_id="app")
+              if isinstance(e.event, FrameReceived)]
+    ingested_old = [f for f in frames if f.attempt_id == "old"]
+    assert len(ingested_old) == 7 and len([f for f in frames if f.attempt_id == "new"]) == 15
+    assert [f.index for f in ingested_old] == list(range(7))
+
+
+def test_scenarios_are_checked_against_the_published_schema(db_file: Path, tmp_path: Path) -> None:
+    from clihelp import runner
+    from tracestore.cli import app
+
+    schema = json.loads(runner.invoke(app, ["scenario-schema"]).stdout)
+    assert schema == json.loads((FIXTURES.parent / "docs" / "scenario.schema.json").read_text())
+    import jsonschema
+
+    for fixture in sorted((FIXTURES / "seed003").glob("*.json")):
+        jsonschema.validate(json.loads(fixture.read_text()), schema)
+    bad = _scenario(tmp_path, [{"open": "r1", "attempt": "a", "api": "openai-responses"},
+                               {"reader": "r1", "local": "drain", "outcome": "maybe"}])
+    code, _, err = run("replay", str(bad), db=db_file)
+    assert code == 2
+    assert " ".join(err.split()) == (
+        f"error[invalid_scenario]: {bad}: steps/1: drain step: outcome: 'maybe' is not one "
+        "of ['clean', 'eof', 'error', 'reset']")
+    missing = _scenario(tmp_path, [{"open": "r1", "attempt": "a", "api": "openai-responses"},
+                                   {"reader": "r1", "capture": "no/such.sse"}])
+    code, _, err = run("replay", str(missing), db=db_file)
+    assert code == 2 and "file_not_found" in err
+    assert count_events(db_file) == 0

@@ -105,5 +105,17 @@ def task(
                                 f"({', '.join(row['reasons'])})"))
 
 
-__all__ = ["destination", "task"]
+@app.command("scenario-schema")
+@handles_errors
+def scenario_schema() -> None:
+    """Print the JSON Schema of scenario files (replay validates every scenario against it)."""
+    import json
+    import sys
+
+    from tracestore.recording.scenario import SCENARIO_SCHEMA
+
+    sys.stdout.write(json.dumps(SCENARIO_SCHEMA, indent=2) + "\n")
+
+
+__all__ = ["destination", "scenario_schema", "task"]
 

@@ -76,7 +76,21 @@ def read_scenario(path: Path) -> Scenario:
         code = getattr(exc, "code", "invalid_json")
         raise InputError(f"{path} is not JSON: {getattr(exc, 'message', exc)}", code=code,
                          path=str(path)) from None
-    return parse_scenario(data)
+    from tracestore.recording.scenario import expand_capture_steps, validate_scenario_json
+
+    # The published schema first (one sentence naming the step), then capture steps become
+    # the event steps they stand for (paths: the scenario's folder, else the working one).
+    try:
+        validate_scenario_json(data)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc.message}", code=exc.code,
+                         **{**exc.context, "file": str(path)}) from None
+    return parse_scenario(expand_capture_steps(data, lambda name: _capture_bytes(path, name)))
+
+
+def _capture_bytes(scenario: Path, name: str) -> bytes:
+    beside = scenario.parent / name
+    return read_input(beside if beside.exists() else Path(name))
 
 
 def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent] | None:

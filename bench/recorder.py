@@ -1,0 +1,88 @@
+"""Recording overhead: the same httpx2 client reading a real capture from a local server,
+with and without the recording transport, in the same run (64 KiB reads).
+
+Prints, per mode, the median wall time of one streamed request as the application sees it
+(request to last chunk) and the median time to the first chunk, then the ratios
+recorded / plain, and how long after the request the writer thread had recorded it all.  Never asserts:
+figures depend on the machine (SQLite commits cost a disk sync each).
+
+    .venv/bin/python bench/recorder.py [--rounds 20] [--capture PATH] [--db PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # the local capture server the SDK tests use
+
+from capture_server import CaptureServer, route_for  # noqa: E402
+
+CHUNK = 64 * 1024
+DEFAULT_CAPTURE = REPO / "fixtures/real/openai-responses/reasoning-summary-o3-mini.sse"
+
+
+def one_request(client, url: str) -> tuple[float, float]:
+    start = time.perf_counter()
+    first = None
+    with client.stream("POST", url, json={"model": "o3-mini", "stream": True}) as response:
+        for _ in response.iter_raw(CHUNK):
+            if first is None:
+                first = time.perf_counter() - start
+    return time.perf_counter() - start, first or 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--capture", type=Path, default=DEFAULT_CAPTURE)
+    parser.add_argument("--db", type=Path, default=None)
+    args = parser.parse_args()
+
+    import httpx2
+
+    from tracestore import Recorder
+    from tracestore.recording.httpx_capture import RecordingTransport
+
+    folder = tempfile.mkdtemp(prefix="ts-bench-recorder-")
+    db = args.db or Path(folder) / "bench.db"
+    with CaptureServer() as server, Recorder(f"sqlite:///{db}") as rec:
+        server.routes["/v1/responses"] = route_for(args.capture, chunk=CHUNK)
+        url = f"{server.url}/v1/responses"
+        plain = httpx2.Client()
+        counter = iter(range(10**9))
+        # One trace per request, as one question per trace: a trace's decisions are judged
+        # over its own events only.
+        transport = RecordingTransport(lambda: rec.trace(f"bench-{next(counter)}"))
+        recorded = httpx2.Client(transport=transport)
+        times: dict[str, list[tuple[float, float]]] = {"plain": [], "recorded": []}
+        one_request(plain, url), one_request(recorded, url)  # warm both paths
+        settled: list[float] = []
+        for _ in range(args.rounds):  # interleaved, so drift hits both alike
+            times["plain"].append(one_request(plain, url))
+            start = time.perf_counter()
+            times["recorded"].append(one_request(recorded, url))
+            transport.flush()  # the writer thread finished recording this response
+            settled.append(time.perf_counter() - start)
+        assert not transport.failures, transport.failures
+    size = args.capture.stat().st_size
+    print(f"capture {args.capture.name} ({size} bytes), {args.rounds} rounds, {CHUNK} B reads")
+    medians = {}
+    for mode, samples in times.items():
+        wall = statistics.median(s[0] for s in samples)
+        first = statistics.median(s[1] for s in samples)
+        medians[mode] = (wall, first)
+        print(f"  {mode:9} wall {wall * 1000:8.2f} ms   first chunk {first * 1000:7.2f} ms")
+    print(f"  ratio recorded/plain: wall {medians['recorded'][0] / medians['plain'][0]:.2f}x, "
+          f"first chunk {medians['recorded'][1] / medians['plain'][1]:.2f}x")
+    print(f"  recording settled (writer thread done) {statistics.median(settled) * 1000:.2f} ms "
+          "after the request started: the store works behind the application")
+
+
+if __name__ == "__main__":
+    main()

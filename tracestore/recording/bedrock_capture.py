@@ -1,0 +1,96 @@
+"""SDK capture for boto3 ``bedrock-runtime`` ``converse_stream``.
+
+    client = boto3.client("bedrock-runtime")
+    recording = record_bedrock(client, trace)     # once; application code unchanged
+    response = client.converse_stream(modelId=..., messages=...)
+    for event in response["stream"]: ...
+
+botocore hands the application parsed events, decoded from the raw AWS event-stream body
+it reads from the connection.  ``record_bedrock`` registers two handlers on the client's
+event system: one keeps the call's settings (model id, inference configuration — never
+the messages), one wraps the raw body so the bytes are recorded exactly as botocore reads
+them.  The rules are those of ``httpx_capture``: a chunk is recorded when the next one is
+read, closing the stream early (``response["stream"].close()``) records a local Stop, a
+read error drains ``reset`` (connection broke) or ``error`` with the exception class, and a
+recording failure never reaches the application (``recording.failures``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from tracestore.recording.httpx_capture import _Attempt, _Recording
+
+_EVENT = "bedrock-runtime.ConverseStream"
+_CONTENT_PARAMS = frozenset({"messages", "system", "toolConfig", "promptVariables"})
+
+
+def _broken_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from urllib3.exceptions import ProtocolError
+    except ModuleNotFoundError:  # pragma: no cover - botocore always brings urllib3
+        return ()
+    return (ProtocolError,)
+
+
+class _RecordingBody:
+    """Stands in for botocore's raw body: same ``stream``/``close``, bytes recorded."""
+
+    def __init__(self, raw: Any, attempt: _Attempt) -> None:
+        self._raw, self._attempt = raw, attempt
+
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
+        try:
+            for chunk in self._raw.stream(*args, **kwargs):
+                self._attempt.received(chunk)
+                yield chunk
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            self._attempt.broke(exc)
+            raise
+        self._attempt.ended()
+
+    def close(self) -> None:
+        self._attempt.closed_early()
+        self._raw.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._raw, name)
+
+
+class BedrockRecording(_Recording):
+    """The handlers registered on one client; ``attempts`` and ``failures`` as for httpx."""
+
+    def __init__(self, trace: Any, background: bool = True) -> None:
+        super().__init__(trace, _broken_errors(), background)
+
+    def remember_settings(self, params: dict[str, Any], context: dict[str, Any],
+                          **_: Any) -> None:
+        context["tracestore_settings"] = {
+            "endpoint": "converse-stream",
+            **{k: v for k, v in params.items() if k not in _CONTENT_PARAMS}}
+
+    def wrap_stream(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        stream = parsed.get("stream") if isinstance(parsed, dict) else None
+        raw = getattr(stream, "_raw_stream", None)
+        if raw is None:  # an error response: nothing streamed
+            return
+        settings = context.get("tracestore_settings", {"endpoint": "converse-stream"})
+        attempt = self.track(_Attempt(self, "bedrock-converse-stream", "aws-eventstream",
+                                      settings))
+        stream._raw_stream = _RecordingBody(raw, attempt)
+
+
+def record_bedrock(client: Any, trace: Any, *, background: bool = True) -> BedrockRecording:
+    """Record every ``converse_stream`` call of ``client`` into ``trace`` (a TraceRecorder);
+    ``background`` as for ``RecordingTransport`` (call ``recording.flush()`` to wait)."""
+    recording = BedrockRecording(trace, background)
+    events = client.meta.events
+    events.register(f"before-parameter-build.{_EVENT}", recording.remember_settings)
+    events.register(f"after-call.{_EVENT}", recording.wrap_stream)
+    return recording
+
+
+__all__ = ["BedrockRecording", "record_bedrock"]
