@@ -99,6 +99,9 @@ def database_error(exc: DBAPIError, url: str, during: str) -> StoreError:
     message = str(exc.orig) if getattr(exc, "orig", None) is not None else str(exc)
     damaged = ("no such table", "no such column", "does not exist", "could not decode",
                "malformed", "undefinedtable", "undefinedcolumn", "has no column")
+    from sqlalchemy.engine import make_url
+
+    url = make_url(url).render_as_string(hide_password=True)  # never print a password
     if any(mark in message.lower() for mark in damaged):
         return StoreError(f"{url} is damaged: {message.splitlines()[0]} ({during})",
                           code="store_damaged")
