@@ -97,6 +97,29 @@ MUTATIONS: dict[str, tuple[str, str, Callable[[dict[str, Any]], None], dict[str,
              "file and closes it. An existing file is overwritten. Backups are kept for 7 days."),
         {"status": "failed", "reason": "changed_read", "refused": [],
          "findings": ["admission_disagreement", "outcome_disagreement", "usage_disagreement"]}),
+    "fourth-search": (
+        "newline-version-agent-2", "the model's last proposal is a fourth search (limit 3), "
+        "which ran, instead of stop",
+        _both(_set((*R, "decisions", 4), {
+            "action": "search", "assessment": "Try once more with other words.",
+            "query": "universal newlines read_text 3.13", "source_id": "", "answer": "",
+            "citations": []}),
+              lambda t: t["result"]["observations"].append({
+                  "tool": "search", "arguments": {"query": "universal newlines read_text 3.13"},
+                  "result": {"query": "universal newlines read_text 3.13", "candidates": [
+                      {"source_id": "path-read-3-13", "rank": 1, "version": "3.13"}]}})),
+        {"status": "incomplete", "reason": "search_limit", "refused": [[4, "search_limit"]],
+         "findings": ["admission_disagreement", "unadmitted_observation",
+                      "outcome_disagreement"]}),
+    "shell-only": (
+        "overwrite-agent-1", "the first proposal is just {\"action\": \"shell\"}",
+        _set((*R, "decisions", 0), {"action": "shell"}),
+        {"status": "failed", "reason": "invalid_decision",
+         "refused": [[0, "invalid_decision"]],
+         "findings": ["admission_disagreement", "admission_disagreement",
+                      "admission_disagreement", "unadmitted_observation",
+                      "unadmitted_observation", "outcome_disagreement",
+                      "usage_disagreement"]}),
 }
 
 
