@@ -277,3 +277,32 @@ def test_export_to_stdout_then_import_from_stdin(source_db: Path, tmp_path: Path
     result = CliRunner().invoke(app, ["import", "-", "--db", str(target)], input=stdout)
     assert result.exit_code == 0, result.output
     assert count_events(target) == len(stdout.splitlines()) - 1
+
+
+@pytest.mark.parametrize("capture", [
+    "openai-responses/text-gpt-4o.sse", "bedrock/nova-micro-text.bin",
+    "anthropic/text-basic.sse",
+])
+def test_redaction_leaves_no_answer_text_in_real_captures(tmp_path: Path, capture: str) -> None:
+    from tracestore.projections import project_attempt
+
+    db = tmp_path / "store.db"
+    code, stdout, err = run("ingest", str(REPO / "fixtures" / "real" / capture), "--attempt",
+                            "a", "--json", db=db)
+    assert code == 0, err
+    with EventStore(str(db)) as store:
+        answer = project_attempt(store.read(trace_id="a"), "a").text
+    words = [w for w in answer.split() if len(w) >= 5]
+    assert words  # there is model text to hide
+    plain = export(db, tmp_path, "--trace", "a", name="plain.jsonl").read_text("utf-8")
+    import re
+
+    def found(text: str) -> list[str]:  # whole words (a tool named get_capital is no leak)
+        return [w for w in words if re.search(rf"(?<!\w){re.escape(w)}(?!\w)", text)]
+
+    assert found(plain)
+    for fmt in ("jsonl", "otlp"):
+        redacted = export(db, tmp_path, "--format", fmt, "--trace", "a", "--redact", "text",
+                          name=f"redacted.{fmt}").read_text("utf-8")
+        assert found(redacted) == [], fmt
+        assert "sha256:" in redacted

@@ -64,7 +64,7 @@ def export(
         if fmt is ExportFormat.jsonl:
             from tracestore.export.jsonl import export_lines
 
-            lines = export_lines(store.iter_rows(trace_id=trace), trace_id=trace,
+            lines = export_lines(lambda: store.iter_rows(trace_id=trace), trace_id=trace,
                                  redact=redact is not None, get_blob=store.get_blob,
                                  tracestore_version=tracestore.__version__)
             count = _write(lines, out)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,22 +40,32 @@ def header(*, trace_id: str | None, redacted: bool, tracestore_version: str) -> 
             "tracestore_version": tracestore_version}
 
 
-def export_lines(rows: Iterable[dict[str, Any]], *, trace_id: str | None, redact: bool,
-                 tracestore_version: str, get_blob: Any) -> Iterator[str]:
-    """The export as text lines (each ending in a newline); ``get_blob(sha)`` reads bytes."""
+def _parsed(row: dict[str, Any]) -> Any:
+    return parse_event(upcast(row["type"], row["schema_version"], json.loads(row["payload"])))
+
+
+def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id: str | None,
+                 redact: bool, tracestore_version: str, get_blob: Any) -> Iterator[str]:
+    """The export as text lines (each ending in a newline).
+
+    ``read_rows()`` yields the stored rows in order (called twice when redacting: the first
+    pass learns each attempt's model text); ``get_blob(sha)`` reads capture bytes.
+    """
     from tracestore.export.redact import Redactor
     from tracestore.store.log import canonical_payload
 
     yield _dump(header(trace_id=trace_id, redacted=redact,
                        tracestore_version=tracestore_version))
     redactor = Redactor() if redact else None
+    if redactor is not None:
+        redactor.learn_all(_parsed(row) for row in read_rows()
+                           if row["type"] == "frame.received")
     captures: list[str] = []
-    for row in rows:
+    for row in read_rows():
         out = {k: row[k] for k in (*_ROW_FIELDS, "trace_id")}
         event = None
         if redactor is not None or row["type"] == "capture.stored":
-            event = parse_event(upcast(row["type"], row["schema_version"],
-                                       json.loads(row["payload"])))
+            event = _parsed(row)
         if row["type"] == "capture.stored":
             captures.append(event.sha256)
         if redactor is not None:

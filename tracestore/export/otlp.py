@@ -113,8 +113,10 @@ def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
 
     from tracestore.export.redact import Redactor
 
-    redactor = Redactor()  # one per attempt: it carries the attempt's normalizer state
     mine = [e for e in events if e.attempt_id == view.attempt_id]
+    redactor = Redactor()
+    redactor.learn_all(e.event for e in mine)  # the attempt's model text, for --redact
+    texts = _frame_texts(mine)
     links = []
     if view.retry_of:
         links.append(Link(SpanContext(_id("trace", view.trace_id, 16),
@@ -124,7 +126,7 @@ def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
     span = tracer.start_span(_span_name(mine), start_time=_nanos(mine[0]), links=links,
                              attributes=_span_attributes(mine, view, decision))
     for stored in mine:
-        named = _span_event(stored, redactor, redact)
+        named = _span_event(stored, texts.get(stored.position, set()), redactor, redact)
         if named is not None:
             span.add_event(named[0], named[1], timestamp=_nanos(stored))
     if decision.status == "failed":
@@ -171,16 +173,31 @@ def _span_attributes(events: Sequence[StoredEvent], view: AttemptView,
     return attrs
 
 
-def _span_event(stored: StoredEvent, redactor: Any, redact: bool
-                ) -> tuple[str, dict[str, Any]] | None:
-    from tracestore.export.redact import replace_texts
+def _frame_texts(events: Sequence[StoredEvent]) -> dict[int, set[str]]:
+    """Position → the model texts the normalizer reads from that frame."""
+    from tracestore.errors import InputError
+    from tracestore.providers.base import make_normalizer
 
+    frames = [e for e in events if e.type == "frame.received"]
+    try:
+        normalizer = make_normalizer(frames[0].event.api) if frames else None
+    except InputError:
+        normalizer = None
+    found: dict[int, set[str]] = {}
+    for stored in frames if normalizer is not None else ():
+        for obs in normalizer.feed(stored.event.native, stored.event.event_name):
+            if obs.text or obs.arguments:
+                found.setdefault(stored.position, set()).add(obs.text or obs.arguments)
+    return found
+
+
+def _span_event(stored: StoredEvent, texts: set[str], redactor: Any, redact: bool
+                ) -> tuple[str, dict[str, Any]] | None:
     event, kind = stored.event, stored.type
     attrs: dict[str, Any] = {"tracestore.position": stored.position}
     text: Callable[[str], str] = redactor.text if redact else (lambda t: t)
     if kind == "frame.received":
-        texts = redactor.texts(event)  # also keeps the normalizer's state in step
-        native = replace_texts(event.native, texts) if redact else event.native
+        native = redactor.event(event).native if redact else event.native
         attrs["tracestore.native"] = json.dumps(native, ensure_ascii=False)
         attrs["tracestore.observations"] = list(event.kinds)
         if texts:
