@@ -182,8 +182,10 @@ def test_argument_errors_honour_json(db_file: Path, args: list[str], message: st
     doc = json.loads(stderr)
     assert code == 2 and doc["error"] == "usage_error" and message in doc["message"]
     assert stdout == ""
+    assert "Value error" not in doc["message"]
     code, _, stderr = run(*args, db=db_file)
     assert code == 2 and message in stderr and not stderr.startswith("{")
+    assert "Value error" not in stderr
 
 
 def test_out_files_get_the_normal_mode_and_missing_folders_are_named(

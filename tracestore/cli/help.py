@@ -182,6 +182,9 @@ class Command(TyperCommand):
         try:
             return super().parse_args(ctx, args)
         except UsageError as exc:
+            # Typer words a bad choice "Value error, 'xml' is not one of …": the first two
+            # words are its validator's, not something a user needs to read.
+            exc.message = exc.message.replace("Value error, ", "")
             if wants_json and not isinstance(exc, JsonUsageError):
                 raise JsonUsageError(exc) from exc
             raise
