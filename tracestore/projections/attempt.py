@@ -14,7 +14,6 @@ be judged at every global position, and the replay planner judges while it plans
 
 from __future__ import annotations
 
-import re
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,8 +28,9 @@ from tracestore.projections import reasons as R
 from tracestore.contracts.events_check import EventRules
 from tracestore.contracts.frames import FrameChecker
 from tracestore.contracts.graphemes import broken_boundaries
+from tracestore.projections.inline_tags import InlineTagScanner
 from tracestore.projections.profiles import (
-    FrameLimits, INLINE_REASONING_TAGS, Profile, classify_error, classify_terminal, error_name, profile_for,
+    FrameLimits, Profile, classify_error, classify_terminal, error_name, profile_for,
 )
 from tracestore.projections.usage import merge_usage
 from tracestore.providers.base import Normalizer, make_normalizer
@@ -48,11 +48,6 @@ _BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive"})
 #: signature): reasoning all the same, so a profile without reasoning holds them.
 _REASONING_BLOCK_TYPES = frozenset({"reasoning", "redacted_reasoning"})
 
-#: An inline reasoning tag, opening or closing (``<think>``, ``</ thinking >`` …).
-_INLINE_TAG = re.compile(r"<\s*/?\s*(?:" + "|".join(INLINE_REASONING_TAGS) + r")\s*>",
-                         re.IGNORECASE)
-#: How much of a block's earlier text is kept to find a tag split across deltas.
-_TAG_TAIL = 24
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,8 +189,7 @@ class AttemptFold:
         self._usage_type: str | None = None
         self.superseded_at: int | None = None
         self.superseded_by: str | None = None
-        self._tails: dict[int | None, str] = {}
-        self._inline_tag_seen = False
+        self._inline_tags_scan = InlineTagScanner()
 
     # -- derived facts the release decision reads ------------------------------------
     @property
@@ -337,15 +331,11 @@ class AttemptFold:
 
     def _inline_tags(self, position: int, obs: Observation, text: str) -> None:
         """Hold text carrying an inline reasoning tag, even one split across deltas."""
-        if self._inline_tag_seen or (self.profile and self.profile.inline_reasoning_tags_allowed):
+        if self.profile and self.profile.inline_reasoning_tags_allowed:
             return
-        window = self._tails.get(obs.block, "") + text
-        match = _INLINE_TAG.search(window)
-        if match is None:
-            self._tails[obs.block] = window[-_TAG_TAIL:]
-            return
-        self._inline_tag_seen = True
-        self._anomaly(position, R.INLINE_REASONING_TEXT, obs.native_type, match.group(0))
+        tag = self._inline_tags_scan.feed(obs.block, text)
+        if tag is not None:
+            self._anomaly(position, R.INLINE_REASONING_TEXT, obs.native_type, tag)
 
     def _final_text(self, position: int, obs: Observation) -> None:
         if obs.block_type not in (None, "text"):

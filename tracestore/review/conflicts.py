@@ -280,8 +280,11 @@ def authority_conflict(value: str, ctx: ReviewContext) -> bool:
     from tracestore.projections import reasons as R
 
     used = any(a.code == R.TOOL_USE_NOT_ALLOWED for a in ctx.view.anomalies)
-    if _has(r"\b(?:authori[sz]ed|dispatched|executed|ran|admitted|called)\b", _positive(value)):
-        return True  # no projection ever admits a tool for a text-only profile
+    profile = PROFILES.get(ctx.view.profile or "")
+    allows = profile is not None and profile.tools_allowed
+    if not allows and _has(r"\b(?:authori[sz]ed|dispatched|executed|ran|admitted|called)\b",
+                           _positive(value)):
+        return True  # a profile without tools never admits one
     return used and _has(r"\bno\s+tool(?:s|\s+use)?\s+(?:was\s+)?(?:proposed|observed|used)",
                          value)
 
