@@ -13,7 +13,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -50,20 +49,39 @@ def test_the_check_sees_a_lost_event(tmp_path: Path) -> None:
                                      f"{conc.expected_events_per_attempt(url)} events"]
 
 
+# A writer that records one whole attempt, then stops in the middle of the next one and
+# says so: the test kills it exactly there, so what is in flight does not depend on timing.
+MID_STREAM_WRITER = r"""
+import sys, time
+from tracestore import Recorder
+url, capture, prefix = sys.argv[1], open(sys.argv[2], "rb").read(), sys.argv[3]
+trace = Recorder(url).trace(prefix)
+done = trace.attempt(f"{prefix}-0", api="openai-responses")
+for start in range(0, len(capture), 200):
+    done.feed(capture[start:start + 200])
+done.drain()
+live = trace.attempt(f"{prefix}-1", api="openai-responses")
+for start in range(0, len(capture) // 2, 200):
+    live.feed(capture[start:start + 200])
+print("mid-stream", flush=True)
+time.sleep(60)
+"""
+
+
 def test_writers_killed_mid_stream_leave_pending_attempts_and_a_verifying_log(
         tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'k.db'}"
     from tracestore.store.log import EventStore
 
     EventStore(url).close()
-    writers = [subprocess.Popen([sys.executable, "-c", kill.WRITER, url, str(kill.CAPTURE),
-                                 f"k{n}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    writers = [subprocess.Popen([sys.executable, "-c", MID_STREAM_WRITER, url,
+                                 str(kill.CAPTURE), f"k{n}"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
                for n in range(3)]
     try:
         for proc in writers:
-            assert proc.stdout is not None and proc.stdout.readline().startswith(b"attempt")
-        for delay, proc in zip((0.05, 0.3, 0.6), writers):
-            time.sleep(delay)
+            assert proc.stdout is not None and proc.stdout.readline() == b"mid-stream\n"
+        for proc in writers:
             os.kill(proc.pid, signal.SIGKILL)
     finally:
         for proc in writers:
@@ -73,6 +91,6 @@ def test_writers_killed_mid_stream_leave_pending_attempts_and_a_verifying_log(
     for n in range(3):
         problems, state = kill.check_round(url, f"k{n}")
         assert problems == []
-        assert state.startswith("in-flight attempt pending"), state
+        assert state.startswith("in-flight attempt pending after "), state
     with EventStore(url) as store:
         assert store.verify().ok
