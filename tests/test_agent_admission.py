@@ -128,7 +128,7 @@ def test_every_agent_code_is_described_and_documented() -> None:
     import re
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "agent.md").read_text("utf-8")
-    documented = set(re.findall(r"`([a-z_]+)`", doc))
+    documented = set(re.findall(r"`([a-z][a-z0-9_]*)`", doc))
     codes = [v for k, v in vars(C).items() if k.isupper() and isinstance(v, str)
              and k != "AGENT_API"]
     for code in codes:
