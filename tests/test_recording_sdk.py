@@ -99,7 +99,9 @@ def test_anthropic_full_read_records_what_ingest_of_the_file_records(rec, server
     started = rec.store.read(attempt_id=attempt.attempt_id)[0].event
     assert started.api == "anthropic-messages"
     assert started.request == {"endpoint": "/v1/messages", "max_tokens": 64,
-                               "model": "claude-haiku-4-5", "stream": True}
+                               "model": "claude-haiku-4-5", "stream": True,
+                               "client": started.request["client"]}
+    assert started.request["client"].startswith("Anthropic/Python ")
     assert "secret prompt" not in json.dumps(started.request)
     drained = [e.event.outcome for e in rec.store.read(attempt_id=attempt.attempt_id)
                if e.type == "transport.drained"]
@@ -347,3 +349,26 @@ def test_bedrock_early_close_is_a_stop_and_a_drop_is_a_reset(rec, server) -> Non
     drained = [e.event for e in events if e.type == "transport.drained"]
     assert [d.outcome for d in drained] == ["reset"]
     assert retry.decision().status == "interrupted"
+
+
+def test_a_recorded_sdk_attempt_fills_the_settings_fields_of_the_review(rec, server) -> None:
+    server.routes["/v1/messages"] = route_for(ANTHROPIC, chunk=64)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = anthropic_client(server, transport)
+    for _ in client.messages.create(model="claude-haiku-4-5", max_tokens=64, stream=True,
+                                    messages=[{"role": "user", "content": "x"}]):
+        pass
+    transport.flush()
+    (attempt,) = transport.attempts
+    from clihelp import run
+
+    db = Path(rec.store.url.split("///", 1)[1])
+    code, out, err = run("review", attempt.attempt_id, "--template", "application-record",
+                         "--format", "json", db=db)
+    assert code == 0, err
+    fields = {f["name"]: f for f in json.loads(out)["fields"]}
+    for name in ("source_settings", "target_settings"):
+        assert fields[name]["source"] == "derived", fields[name]
+        assert "model=claude-haiku-4-5" in fields[name]["value"]
+        assert "max_tokens=64" in fields[name]["value"]
+    assert "live recording" in fields["trace_origin"]["value"]

@@ -74,6 +74,9 @@ def api_for_path(path: str) -> str:
 def request_settings(request: Any) -> dict[str, Any]:
     """Model and parameters of a request, never its prompt, headers or query (keys)."""
     settings: dict[str, Any] = {"endpoint": request.url.path}
+    agent = request.headers.get("user-agent")
+    if agent:  # the SDK and its version (no secret): the review's reader/client revision
+        settings["client"] = agent
     if ":" in request.url.path.rsplit("/", 1)[-1]:  # Gemini: /models/NAME:streamGenerateContent
         settings["model"] = request.url.path.rsplit("/", 1)[-1].split(":", 1)[0]
     try:

@@ -8,7 +8,7 @@ they are reported as such and never presented as an application's readback.
 from __future__ import annotations
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import ANSWER_DESTINATIONS, CaptureStored, ReviewApproved, ReviewFieldSet
+from tracestore.events import ANSWER_DESTINATIONS, CaptureSegment, CaptureStored, ReviewApproved, ReviewFieldSet
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry
 from tracestore.review.context import Derived, ReviewContext, deriver, reviewer_key
@@ -104,7 +104,8 @@ def evidence_gap(ctx: ReviewContext) -> Derived:
     if not _writes(ctx, "application"):
         gaps.append("application destination readback (only replay-harness writes)"
                     if _writes(ctx) else "any destination write")
-    if not any(isinstance(e.event, CaptureStored) for e in ctx.attempt_events()):
+    if not any(isinstance(e.event, (CaptureStored, CaptureSegment))
+               for e in ctx.attempt_events()):
         origin = ctx.trace.origin if ctx.trace and ctx.trace.origin else "origin not recorded"
         gaps.append(f"raw capture bytes ({origin})")
     if ctx.view.stop_position is not None:

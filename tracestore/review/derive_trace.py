@@ -8,7 +8,7 @@ import json
 
 from tracestore.agent.codes import AGENT_API
 from tracestore.events import (
-    CaptureStored, DestinationWritten, FrameReceived, ModelDecision, SemanticJudged,
+    CaptureSegment, CaptureStored, DestinationWritten, FrameReceived, ModelDecision, SemanticJudged,
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
@@ -112,7 +112,7 @@ def _application_reader(ctx: ReviewContext) -> str:
     ran = any(isinstance(e.event, DestinationWritten) and e.event.source == "application"
               for e in ctx.attempt_events()) or any(
         isinstance(e.event, CaptureStored) and e.event.framing != "projection"
-        for e in ctx.attempt_events())
+        or isinstance(e.event, CaptureSegment) for e in ctx.attempt_events())
     if ran:
         return "NOT PROVIDED; the application's reader/parser revision is not in the log"
     return ("NOT PROVIDED; no integration executed (no application capture, reader or "
@@ -207,7 +207,8 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
 def trace_origin(ctx: ReviewContext) -> Derived | None:
     """Where the events came from: the recorded origin and any stored capture bytes."""
     captures = [e for e in ctx.attempt_events() if isinstance(e.event, CaptureStored)]
-    if ctx.trace is None and not captures:
+    segments = [e for e in ctx.attempt_events() if isinstance(e.event, CaptureSegment)]
+    if ctx.trace is None and not captures and not segments:
         return None
     origin = ctx.trace.origin if ctx.trace else None
     if origin is None and any(c.event.framing == "projection" for c in captures):
@@ -220,9 +221,22 @@ def trace_origin(ctx: ReviewContext) -> Derived | None:
         ev = c.event
         parts.append(f"capture {ev.filename or 'unnamed'} ({ev.framing}, {ev.size} bytes, "
                      f"sha256 {ev.sha256}) at #{c.position}")
-    if not captures:
+    cited = [c.position for c in captures]
+    if segments:
+        parts.append(_live_segments(segments))
+        cited.append(segments[-1].position)
+    if not captures and not segments:
         parts.append("no raw capture bytes stored")
-    return Derived.of("; ".join(parts), ctx.trace_position, *(c.position for c in captures))
+    return Derived.of("; ".join(parts), ctx.trace_position, *cited)
+
+
+def _live_segments(segments: list) -> str:
+    """A live recording's bytes: segments, size, and the whole stream's hash once drained."""
+    total = sum(s.event.size for s in segments)
+    final = next((s for s in segments if s.event.final), None)
+    ending = (f"stream sha256 {final.event.stream_sha256} (final segment at #{final.position})"
+              if final is not None else "no final segment: the stream did not drain")
+    return f"live recording: {len(segments)} capture segments, {total} bytes, {ending}"
 
 
 @deriver("authority")
