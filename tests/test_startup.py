@@ -61,7 +61,7 @@ def test_help_does_not_import_the_store_or_the_models(args: tuple[str, ...],
     assert "Usage: tracestore" in out and "ingest" in out
 
 
-@pytest.mark.parametrize("command", ["ingest", "events", "attempts", "verify", "release",
+@pytest.mark.parametrize("command", ["ingest", "ingest-batch", "events", "attempts", "verify", "release",
                                      "replay", "audit", "review", "templates"])
 def test_a_command_help_does_not_import_the_store_or_the_models(command: str) -> None:
     out, code, modules = run_cli(command, "--help")
