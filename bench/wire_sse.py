@@ -12,6 +12,9 @@ Prints, never asserts.  Figures are ratios against baselines measured in the sam
    (within +-25%).
 3. A 64 MiB line with no newline fed in 1 MiB chunks must stop at MAX_FRAME_BYTES with
    bounded memory: prints where it stopped and the tracemalloc peak.
+4. Live-stream chunk sizes (issue 13): each real capture cut one event per chunk (as a
+   server flushes them) and into 16 B / 64 B / 256 B / 1 KiB pieces, ours vs httpx-sse on
+   the same chunks.  Goal: ours / theirs >= 1.0 at every size >= 16 B.
 
 Run:  pip install -e '.[bench]' && python bench/wire_sse.py [--megabytes 30] [--repeat 5]
 """
@@ -144,15 +147,49 @@ def endless_line() -> None:
           f"(bound {MAX_FRAME_BYTES / 2**20:.0f} MiB); tracemalloc peak {peak / 2**20:.1f} MiB")
 
 
+LIVE_SIZES = (16, 64, 256, 1024)
+
+
+def per_event(data: bytes) -> list[bytes]:
+    """One chunk per event block, blank-line terminator included (a server's flushes)."""
+    pieces = data.replace(b"\r\n", b"\n").split(b"\n\n")
+    return [p + b"\n\n" for p in pieces[:-1]] + ([pieces[-1]] if pieces[-1] else [])
+
+
+def live_chunks(repeat: int, megabytes: float) -> None:
+    theirs = make_theirs()
+    if theirs is None:
+        print("4. live chunk sizes: httpx-sse not installed")
+        return
+    print(f"4. live chunk sizes, ~{megabytes:g} MB per capture, best of {repeat} "
+          "(ratio = ours / httpx-sse events per second, goal >= 1.0)")
+    for capture in (CAPTURE, DATA_ONLY):
+        one = capture.read_bytes()
+        data = one * max(1, int(megabytes * 1e6 / len(one)))
+        cuts = [("event", per_event(data))] + [(f"{n} B", chunked(data, n)) for n in LIVE_SIZES]
+        row = []
+        for label, chunks in cuts:
+            (t_ours, n_ours), (t_theirs, n_theirs) = best_times([ours, theirs],
+                                                                [chunks, chunks], repeat)
+            mark = "" if n_ours == n_theirs else "!"
+            row.append(f"{label} {t_theirs / t_ours:4.2f}{mark}")
+        print(f"   {capture.name:<40} " + "  ".join(row))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=float, default=30.0)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--live-only", action="store_true")
     args = parser.parse_args()
+    if args.live_only:
+        live_chunks(args.repeat, min(args.megabytes, 3.0))
+        return
     for capture in (CAPTURE, DATA_ONLY):
         throughput(capture, args.megabytes, args.repeat)
     linear_cost(max(3, args.repeat))
     endless_line()
+    live_chunks(args.repeat, min(args.megabytes, 3.0))
 
 
 if __name__ == "__main__":

@@ -284,7 +284,7 @@ def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str |
     prefix = f"{id_prefix(attempt, sha)}{_PARTS['body']}"
 
     def body() -> Any:
-        return plan_body(checked, attempt=attempt, trace=trace, sha=sha,
+        return plan_body(checked, data, attempt=attempt, trace=trace, sha=sha,
                          body_id=lambda index: f"{prefix}{index:011x}",
                          label_event=_label_event)
 

@@ -6,9 +6,9 @@ parse every element again, build a pydantic model per frame and keep all of it i
 
 1. **check** (before anything is written): the C JSON parser walks the decoded text element
    by element with the strict hooks (duplicate keys, ``NaN``, out-of-range numbers, the depth bound); each element's shape, label
-   and API are checked and counted, and only its span is kept (four integers).
+   and API are checked and counted, and only its byte span is kept (two integers).
 2. **plan** (lazily, while the store appends in bounded batches inside its one transaction):
-   each span is parsed again by the plain C parser (pass 1 proved it strict), normalized,
+   each span of the input bytes is parsed again by the plain C parser (pass 1 proved it strict), normalized,
    and its payload serialized straight to the bytes the model would have produced.
 
 Whenever this path is unsure -- bytes that are not UTF-8, a byte-order mark, an element over
@@ -50,10 +50,11 @@ class HandOver(Exception):
 
 @dataclass(frozen=True)
 class Checked:
-    """What pass 1 learned: spans (char start, char end, byte offset, byte length) per
-    element, the API, the frame and label counts, and the last drain outcome."""
+    """What pass 1 learned: spans (byte offset, byte length) per element, the API, the
+    frame and label counts, and the last drain outcome.  The decoded text is not kept:
+    pass 2 parses each element from the input bytes, so the text (as large as the input)
+    is freed before the store is opened."""
 
-    text: str
     spans: array
     api: str
     frames: int
@@ -116,14 +117,14 @@ def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) ->
                 raise HandOver
         if frames > MAX_FRAMES_PER_CAPTURE or labels > MAX_LABELS_PER_PROJECTION:
             raise HandOver
-        spans.extend((pos, end, offset, length))
+        spans.extend((offset, length))
         sep = _NEXT.match(text, end)
         if sep is None:
             raise HandOver
         pos, done = sep.end(), sep.group(1) == "]"
     if pos != len(text) or detected is None:
         raise HandOver
-    return Checked(text, spans, detected, frames, labels, drain)
+    return Checked(spans, detected, frames, labels, drain)
 
 
 def _frame_template() -> dict[str, Any]:
@@ -132,19 +133,19 @@ def _frame_template() -> dict[str, Any]:
     return {name: field.default for name, field in FrameReceived.model_fields.items()}
 
 
-def plan_body(checked: Checked, *, attempt: str, trace: str, sha: str, body_id: Any,
-              label_event: Any) -> Iterator[Any]:
+def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: str,
+              body_id: Any, label_event: Any) -> Iterator[Any]:
     """Pass 2: one event per element, produced as the store consumes them."""
-    text, spans = checked.text, checked.spans
-    decode = json.JSONDecoder().raw_decode  # pass 1 proved every element strict
+    spans = checked.spans
+    loads = json.loads  # the plain C parser: pass 1 proved every element strict
     normalizer = make_normalizer(checked.api)
     stream = attempt_stream(attempt)
     template = _frame_template()
     template.update(type="frame.received", attempt_id=attempt, api=checked.api,
                     reader="ingest", capture_sha256=sha)
     fields_of = iter(spans)
-    for index, (start, _, offset, length) in enumerate(zip(*[fields_of] * 4)):
-        element = decode(text, start)[0]
+    for index, (offset, length) in enumerate(zip(fields_of, fields_of)):
+        element = loads(data[offset:offset + length])
         if "local" in element:
             yield NewEvent(stream, label_event(element, index, attempt),
                            id=body_id(index), trace_id=trace)
