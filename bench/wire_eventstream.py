@@ -11,6 +11,10 @@ Both get the same 64 KiB chunks (botocore re-slices its whole buffer after every
 message, so feeding it 20 MB at once would measure that quadratic copy, not decoding).
 Goal: ours / botocore >= 1.0.
 
+Live-stream chunk sizes (issue 13, ``--live``): the same captures cut one message per
+chunk (as a server flushes them) and into 1 B / 16 B / 64 B / 256 B / 1 KiB pieces, both
+decoders on the same chunks.  Goal: ours / botocore >= 1.0 at every size >= 16 B.
+
 Run:  pip install -e '.[bench]' && python bench/wire_eventstream.py [--megabytes 20]
 """
 
@@ -54,12 +58,51 @@ def make_theirs() -> Callable[[list[bytes]], int] | None:
     return theirs
 
 
+LIVE_SIZES = (1, 16, 64, 256, 1024)
+
+
+def per_message(data: bytes) -> list[bytes]:
+    """One chunk per message (each message starts with its 4-byte total length)."""
+    out, i = [], 0
+    while i < len(data):
+        size = int.from_bytes(data[i:i + 4], "big")
+        out.append(data[i:i + size])
+        i += size
+    return out
+
+
+def live(one: bytes, megabytes: float, repeat: int) -> None:
+    theirs = make_theirs()
+    if theirs is None:
+        print("live chunk sizes: botocore not installed")
+        return
+    data = one * max(1, int(megabytes * 1e6 / len(one)))
+    cuts = [("message", per_message(data))] + [
+        (f"{n} B", [data[i:i + n] for i in range(0, len(data), n)]) for n in LIVE_SIZES]
+    row = []
+    for label, chunks in cuts:
+        best = [float("inf"), float("inf")]
+        for _ in range(repeat):
+            for k, func in enumerate((ours, theirs)):
+                start = time.perf_counter()
+                func(chunks)
+                best[k] = min(best[k], time.perf_counter() - start)
+        row.append(f"{label} {best[1] / best[0]:4.2f}")
+    print(f"live chunk sizes, {len(data) / 1e6:.1f} MB, best of {repeat} (ratio = ours / "
+          "botocore messages per second, goal >= 1.0 from 16 B):")
+    print("   " + "  ".join(row))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--megabytes", type=float, default=20.0)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--live", action="store_true", help="only the live chunk sizes")
     args = parser.parse_args()
     one = b"".join(p.read_bytes() for p in sorted(BEDROCK.glob("*.bin")))
+    if args.live:
+        live(one, min(args.megabytes, 2.0), args.repeat)
+        return
     data = one * max(1, int(args.megabytes * 1e6 / len(one)))
     chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)]
     print(f"{len(data) / 1e6:.1f} MB (6 Bedrock captures x{len(data) // len(one)}), "
