@@ -45,11 +45,15 @@ def ingest_one(store: Any, path: Path) -> dict[str, Any]:
     from tracestore.cli.store_cmds import append_plan, read_input
     from tracestore.ingest import plan_ingest
 
+    from tracestore.recording.decisions import record_decisions
+
     plan = plan_ingest(read_input(path), filename=path.name)
     result = append_plan(store, plan)
+    # As ingest does: the final decision is appended too (its own short transaction).
+    decided = record_decisions(store, plan.trace_id) if result.appended else []
     return {"file": str(path), "attempt_id": plan.attempt_id, "api": plan.api,
             "kind": plan.kind, "frames": plan.frames, "appended": result.appended,
-            "skipped": len(result.skipped_ids)}
+            "skipped": len(result.skipped_ids), "decisions_recorded": decided}
 
 
 @app.command("ingest-batch")
