@@ -3,14 +3,21 @@ admission + semantic rule; stop, limit and failure return no answer."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from agenthelp import events_of, report, trial
+from agenthelp import AGENT, REPORT, events_of, report, trial
+from clihelp import run
 from tracestore.agent.ingest import simulate
 from tracestore.events import AttemptStarted, LocalStopped, NewEvent, attempt_stream
 from tracestore.projections import decide_release
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import audit
+from tracestore.store.log import EventStore
+
+MUTATIONS = AGENT / "mutations"
 
 OVERWRITE = "In Python 3.12, Path.write_text overwrites an existing file."
 RELEASED = (R.CITATION_CONTRACT_PASSED, R.ADMISSION_AGREES, R.SEMANTIC_ACCEPTED)
@@ -113,3 +120,59 @@ def test_a_revised_task_rule_applies_to_agent_runs() -> None:
                             trace_id="overwrite-agent-1"))
     d = decide_release(simulate(news), "overwrite-agent-1")
     assert (d.status, d.rule_version, d.answer) == (R.RELEASED, 2, OVERWRITE)
+
+
+def test_a_rule_revised_after_the_run_finished_judges_it_again() -> None:
+    """A ``task.revised`` after ``run.finished``: the judge takes the newest rule visible,
+    and the decision as of the finish (before the revision) keeps the older rule."""
+    from tracestore.events import TaskRevised, TaskRule, trace_stream
+
+    events = events_of(trial("overwrite-agent-1"), with_cases=False)
+    news = [NewEvent(e.stream, e.event, id=e.id, trace_id=e.trace_id) for e in events]
+    for version, rule in ((2, TaskRule(answer_patterns=("overwrit",))),
+                          (3, TaskRule(answer_patterns=("overwrit",),
+                                       forbidden_patterns=("Path\\.write_text",)))):
+        news.append(NewEvent(trace_stream("overwrite-agent-1"),
+                             TaskRevised(trace_id="overwrite-agent-1", version=version,
+                                         task=rule), trace_id="overwrite-agent-1"))
+    stored = simulate(news)
+    finished = next(e.position for e in stored if e.type == "run.finished")
+    v2, v3 = (e.position for e in stored if e.type == "task.revised")
+    as_of = {at: decide_release(stored, "overwrite-agent-1", upto=at)
+             for at in (finished, v2, v3)}
+    assert [(d.status, d.reasons, d.rule_version, d.decided_at_position, d.answer)
+            for d in as_of.values()] == [
+        (R.HELD, (R.NO_SEMANTIC_RULE,), None, finished, None),
+        (R.RELEASED, RELEASED, 2, finished, OVERWRITE),
+        (R.REJECTED, (R.SEMANTIC_REJECTED,), 3, finished, None)]
+    assert as_of[v3].judgement.failed_patterns == ("Path\\.write_text",)
+
+
+def test_cli_task_revision_judges_agent_runs_again(db_file: Path, tmp_path: Path) -> None:
+    """``tracestore task`` on agent traces: a new rule version records a decision under it
+    (older decisions stay); a rule never releases a run that stopped or whose admission
+    disagrees."""
+    rule = tmp_path / "rule.json"
+    rule.write_text('{"answer_patterns": ["overwrit"]}')
+    assert run("ingest", str(REPORT), db=db_file)[0] == 0
+    assert run("ingest", str(MUTATIONS / "unissued-read.json"), db=db_file)[0] == 0
+    expected = {
+        "overwrite-agent-1": ("released", list(RELEASED)),
+        "newline-version-agent-2": ("incomplete", [R.MODEL_STOPPED]),
+        "overwrite-agent-1--unissued-read": ("held", [R.ADMISSION_DISAGREEMENT]),
+    }
+    for attempt, (status, reasons) in expected.items():
+        code, out, err = run("task", attempt, "--task", str(rule), "--json", db=db_file)
+        assert code == 0, err
+        result = json.loads(out)
+        assert (result["rule_version"], result["decisions"]) == (2, [{
+            "attempt_id": attempt, "status": status, "reasons": reasons,
+            "decided_at_position": result["decisions"][0]["decided_at_position"],
+            "rule_version": 2}])
+        shown = json.loads(run("release", attempt, "--json", db=db_file)[1])
+        assert (shown["status"], shown["reasons"]) == (status, reasons)
+    with EventStore(f"sqlite:///{db_file}") as store:
+        decided = [e.event for e in store.read(attempt_id="overwrite-agent-1")
+                   if e.type == "release.decided"]
+    assert [(d.status, d.reasons, d.rule_version) for d in decided] == [
+        ("held", (R.NO_SEMANTIC_RULE,), None), ("released", RELEASED, 2)]
