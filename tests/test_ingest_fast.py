@@ -17,7 +17,7 @@ from tracestore.errors import InputError, WireError
 from tracestore.events import FrameReceived, SerializedEvent
 from tracestore.ingest import plan_ingest
 from tracestore.ingest_fast import HandOver, MAX_LABELS_PER_PROJECTION, check_projection
-from tracestore.ingest import _label_event, projection_api_of
+from tracestore.ingest_projection import _label_event, projection_api_of
 from tracestore.store.log import EventStore, canonical_payload
 from tracestore.wire import MAX_FRAMES_PER_CAPTURE
 
@@ -137,3 +137,49 @@ def test_an_ingest_streams_in_chunks_and_keeps_the_chain(tmp_path: Path) -> None
         last = store.read(attempt_id="big-" + first.blobs_stored[0][:8])[-1]
         assert (last.version, last.event.type, last.event.outcome) == \
             (12_350, "transport.drained", "clean")
+
+
+def _bound_projection() -> bytes:
+    """A Bedrock projection whose answer is seed 000's replace-file structured reply."""
+    reply = ('{\n"status": "answered",\n"answer": "Yes, an existing file is overwritten.",\n'
+             '"source_ids": [\n"path-write"\n]\n}')
+    pieces = [reply[i:i + 13] for i in range(0, len(reply), 13)]
+    natives = [{"messageStart": {"role": "assistant"}}] + [
+        {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": p}}} for p in pieces
+    ] + [{"contentBlockStop": {"contentBlockIndex": 0}},
+         {"messageStop": {"stopReason": "end_turn"}}, {"local": "drain", "outcome": "clean"}]
+    return json.dumps(natives).encode()
+
+
+def _log(db: Path) -> list[tuple]:
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    try:
+        rows = conn.execute("SELECT position, id, stream, version, type, trace_id, payload "
+                            "FROM ts_events ORDER BY position").fetchall()
+    finally:
+        conn.close()
+    # Decisions get fresh ids and name the time they were taken: compare the rest.
+    return [row if row[4] != "release.decided" else (*row[:1], None, *row[2:6], None)
+            for row in rows]
+
+
+def test_a_bound_projection_gets_its_bindings_on_the_fast_path(tmp_path: Path) -> None:
+    from clihelp import run
+
+    capture = tmp_path / "bound.json"
+    capture.write_bytes(_bound_projection())
+    bound = ["--attempt", "b", "--contract", str(ROOT / "fixtures/contracts/seed000-rag.json"),
+             "--binding", str(ROOT / "fixtures/seed000/replace-file.binding.json")]
+    fast, slow = tmp_path / "fast.db", tmp_path / "slow.db"
+    assert run("ingest", str(capture), *bound, db=fast)[0] == 0
+    assert run("ingest", str(capture), *bound, "--chunk-size", "4096", db=slow)[0] == 0
+    types = [row[4] for row in _log(fast)]
+    assert types[:3] == ["trace.opened", "contract.bound", "request.bound"]
+    assert _log(fast) == _log(slow)
+    decisions = [json.loads(run("release", "b", "--json", db=db)[1]) for db in (fast, slow)]
+    assert decisions[0] == decisions[1]
+    assert decisions[0]["envelope"]["state"] == "ok"
+    code, out, _ = run("ingest", str(capture), *bound, "--json", db=fast)  # a no-op again
+    assert (code, json.loads(out)["appended"]) == (0, 0)

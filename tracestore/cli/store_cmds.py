@@ -129,8 +129,10 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
                 f"{opened[0].event.origin or 'not stated'!r}; a trace has one origin, so "
                 "choose another --trace", code="trace_conflict", trace_id=plan.trace_id)
         _check_bindings(view, plan)
-        first = view.read(stream=attempt_stream(plan.attempt_id), limit=1)
-        if first and first[0].id != plan.events[1].id:
+        stream = attempt_stream(plan.attempt_id)
+        first = view.read(stream=stream, limit=1)
+        # The plan's first attempt event follows trace.opened and any bindings.
+        if first and first[0].id != next(e.id for e in plan.events if e.stream == stream):
             raise InputError(
                 f"attempt {plan.attempt_id!r} already holds events from another input; a "
                 "retry is a fresh attempt, so choose another --attempt",
@@ -142,12 +144,17 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
 
 def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
     """A trace answers one request under one contract: a different one is refused."""
+    from itertools import takewhile
+
     from tracestore.events import trace_stream
     from tracestore.ingest import check_binding_conflicts
 
-    if any(e.event.type in ("contract.bound", "request.bound") for e in plan.events):
-        check_binding_conflicts(view.read(stream=trace_stream(plan.trace_id)), plan.events,
-                                plan.trace_id)
+    # Bindings are among the plan's leading trace-stream events; looking no further keeps a
+    # lazily planned body of a million frames from being generated (and parsed) twice.
+    stream = trace_stream(plan.trace_id)
+    lead = list(takewhile(lambda e: e.stream == stream, plan.events))
+    if any(e.event.type in ("contract.bound", "request.bound") for e in lead):
+        check_binding_conflicts(view.read(stream=stream), lead, plan.trace_id)
 
 
 @app.command()
