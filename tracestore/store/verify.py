@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, cast, func, select
+from sqlalchemy.exc import DBAPIError
 
 from tracestore.store.schema import blobs, events
 
@@ -53,7 +54,9 @@ class Expected:
     hash: str
 
 
-def _rows(conn: Connection, batch_size: int) -> Iterator[Mapping[str, Any]]:
+def _rows(conn: Connection, batch_size: int, *, after: int = 0,
+          limit: int | None = None) -> Iterator[Mapping[str, Any]]:
+    """Rows after ``after`` (at most ``limit``) with text columns as raw bytes on SQLite."""
     sqlite = conn.dialect.name == "sqlite"
     columns: list[Any] = [events.c.position, events.c.version, events.c.schema_version]
     if sqlite:  # PostgreSQL text columns are typed and always valid UTF-8
@@ -61,14 +64,17 @@ def _rows(conn: Connection, batch_size: int) -> Iterator[Mapping[str, Any]]:
         columns.append(func.typeof(events.c.payload).label("payload_type"))
     else:
         columns += [events.c[name] for name in _TEXT_COLUMNS]
-    last = 0
-    while True:
+    last, left = after, limit
+    while left is None or left > 0:
+        size = batch_size if left is None else min(batch_size, left)
         rows = conn.execute(select(*columns).where(events.c.position > last)
-                            .order_by(events.c.position).limit(batch_size)).mappings().all()
+                            .order_by(events.c.position).limit(size)).mappings().all()
         if not rows:
             return
         yield from rows
         last = rows[-1]["position"]
+        if left is not None:
+            left -= len(rows)
 
 
 def _text(row: Mapping[str, Any], name: str) -> str | None:
@@ -136,34 +142,147 @@ def _capture_problem(conn: Connection, payload: str, checked: set[str],
     return sha, None
 
 
+# The fast pass reads plain tuples through the driver; any row it cannot confirm (a
+# position gap, a payload that is not text, a hash that differs) is re-read with every text
+# column as raw bytes and judged by ``_check_row``, so the reasons reported are unchanged.
+_FAST_COLUMNS = "position, id, stream, version, type, schema_version, recorded_at, " \
+                "trace_id, payload, hash"
+
+
+class _Walk:
+    """The state of one pass: the chain so far, the captures re-hashed, the anchor."""
+
+    def __init__(self, conn: Connection, expected: Expected | None) -> None:
+        self.conn, self.expected = conn, expected
+        self.prev_hash, self.count = GENESIS_HASH, 0
+        self.checked: set[str] = set()
+        mark = "?" if conn.dialect.paramstyle == "qmark" else "%s"
+        self.fast_sql = (f"SELECT {_FAST_COLUMNS} FROM ts_events WHERE position > {mark} "
+                         f"ORDER BY position LIMIT {mark}")
+
+    def broken(self, position: int, reason: str) -> VerifyResult:
+        anchor = self.expected.position if self.expected else None
+        return VerifyResult(False, self.count, position, reason, self.prev_hash,
+                            len(self.checked), anchor)
+
+    def finish(self) -> VerifyResult:
+        expected = self.expected
+        if expected is not None and self.count < expected.position:
+            return self.broken(self.count + 1,
+                               f"the log ends at position {self.count}, before the signed "
+                               f"head at {expected.position} (events were deleted from the "
+                               "tail)")
+        return VerifyResult(True, self.count, None, None, self.prev_hash, len(self.checked),
+                            expected.position if expected else None)
+
+    def fast_batch(self, batch_size: int) -> list[Any] | None:
+        """The next rows as plain tuples from the driver's own cursor (SQLAlchemy's
+        per-row fetch would double the pass), or None when SQLite cannot decode a text
+        column in them (invalid UTF-8): that batch is then walked exactly."""
+        dialect = self.conn.dialect
+        cursor = self.conn.connection.cursor()
+        try:
+            cursor.execute(self.fast_sql, (self.count, batch_size))
+            return cursor.fetchall()
+        except dialect.loaded_dbapi.Error as exc:
+            if "could not decode" in str(exc).lower():
+                return None
+            raise DBAPIError.instance(self.fast_sql, None, exc, dialect.loaded_dbapi.Error,
+                                      dialect=dialect) from exc
+        finally:
+            cursor.close()
+
+    def walk_fast(self, rows: list[Any]) -> VerifyResult | None:
+        """Chain-check tuples; hand any row it cannot confirm to ``step_exact``.
+
+        The chain state lives in locals and is written back to ``self`` only around the
+        rare steps that need it (a capture, the anchor, a row to judge exactly)."""
+        sha256 = hashlib.sha256
+        prev, count = self.prev_hash, self.count
+        anchor = self.expected.position if self.expected else 0
+        result = None
+        for (position, event_id, stream, version, type_name, schema_version, recorded_at,
+             trace_id, payload, digest) in rows:
+            if position == count + 1 and payload.__class__ is str:
+                # The recipe of ``chain_hash``, inlined: this loop is the whole cost.
+                h = sha256(f"{prev}\x1f{position}\x1f{event_id}\x1f{stream}\x1f{version}"
+                           f"\x1f{type_name}\x1f{schema_version}\x1f{recorded_at}"
+                           f"\x1f{trace_id or ''}\x1f".encode())
+                h.update(payload.encode())
+                if h.hexdigest() == digest:
+                    if type_name in _CAPTURE_TYPES:
+                        self.prev_hash, self.count = prev, count
+                        result = self.capture(position, payload)
+                        if result is not None:
+                            return result
+                    prev, count = digest, count + 1
+                    if count == anchor:
+                        self.prev_hash, self.count = prev, count
+                        result = self.anchor_check()
+                        if result is not None:
+                            return result
+                    continue
+            self.prev_hash, self.count = prev, count
+            result = self.step_exact()
+            if result is not None:
+                return result
+            prev, count = self.prev_hash, self.count
+        self.prev_hash, self.count = prev, count
+        return None
+
+    def step_exact(self) -> VerifyResult | None:
+        """Judge the next row from its raw bytes (``_check_row``); advance if it holds."""
+        row = next(_rows(self.conn, 1, after=self.count, limit=1))
+        return self.walk_exact([row])
+
+    def walk_exact(self, rows: Iterable[Mapping[str, Any]]) -> VerifyResult | None:
+        for row in rows:
+            reason, text = _check_row(row, self.prev_hash, self.count + 1)
+            if reason is not None:
+                return self.broken(row["position"], reason)
+            if text["type"] in _CAPTURE_TYPES:
+                result = self.capture(row["position"], text["payload"])
+                if result is not None:
+                    return result
+            self.prev_hash, self.count = text["hash"], self.count + 1
+            if self.expected is not None and self.count == self.expected.position:
+                result = self.anchor_check()
+                if result is not None:
+                    return result
+        return None
+
+    def capture(self, position: int, payload: str) -> VerifyResult | None:
+        sha, problem = _capture_problem(self.conn, payload, self.checked)
+        if problem is not None:
+            return self.broken(position, problem)
+        self.checked.add(sha)  # type: ignore[arg-type]
+        return None
+
+    def anchor_check(self) -> VerifyResult | None:
+        assert self.expected is not None
+        if self.prev_hash != self.expected.hash:
+            return self.broken(self.count, "the event at the checkpoint's position has "
+                                           "another hash than the signed head (the log was "
+                                           "rewritten or forked)")
+        return None
+
+
 def verify_log(conn: Connection, *, batch_size: int = 5000,
                expected: Expected | None = None) -> VerifyResult:
     """Walk the log from position 1; stop at the first break (see the module doc)."""
-    prev_hash, count = GENESIS_HASH, 0
-    checked: set[str] = set()
-    anchor = expected.position if expected else None
-
-    def broken(position: int, reason: str) -> VerifyResult:
-        return VerifyResult(False, count, position, reason, prev_hash, len(checked), anchor)
-
-    for row in _rows(conn, batch_size):
-        reason, text = _check_row(row, prev_hash, count + 1)
-        if reason is not None:
-            return broken(row["position"], reason)
-        if text["type"] in _CAPTURE_TYPES:
-            sha, problem = _capture_problem(conn, text["payload"], checked)
-            if problem is not None:
-                return broken(row["position"], problem)
-            checked.add(sha)  # type: ignore[arg-type]
-        prev_hash = text["hash"]
-        count += 1
-        if expected is not None and count == expected.position and prev_hash != expected.hash:
-            return broken(count, "the event at the checkpoint's position has another hash "
-                                 "than the signed head (the log was rewritten or forked)")
-    if expected is not None and count < expected.position:
-        return broken(count + 1, f"the log ends at position {count}, before the signed head "
-                                 f"at {expected.position} (events were deleted from the tail)")
-    return VerifyResult(True, count, None, None, prev_hash, len(checked), anchor)
+    walk = _Walk(conn, expected)
+    while True:
+        start = walk.count
+        rows = walk.fast_batch(batch_size)
+        if rows is None:  # undecodable text somewhere in this batch: walk it exactly
+            exact = list(_rows(conn, batch_size, after=start, limit=batch_size))
+            result, fetched = walk.walk_exact(exact), len(exact)
+        else:
+            result, fetched = walk.walk_fast(rows), len(rows)
+        if result is not None:
+            return result
+        if fetched < batch_size:
+            return walk.finish()
 
 
 def chain_hash(prev_hash: str, position: int, event_id: str, stream: str, version: int,
