@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from tracestore.agent.admission import Admission, rederive, text_matches_hash
+from tracestore.agent.admission import Admission, rederive
+from tracestore.agent.checks import text_matches_hash
 from tracestore.agent.run import Proposal, RunRecord, gather_run
 from tracestore.review.context import Derived, ReviewContext
-from tracestore.review.derive_attempt import quote
+from tracestore.review.wording import quote
 
 #: Tool names admitted by seed 001's controller; anything else is refused before execution.
 TOOLS = ("search", "read")
