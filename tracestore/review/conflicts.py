@@ -20,8 +20,8 @@ from tracestore.events import ANSWER_DESTINATIONS, AttemptStarted
 from tracestore.projections.profiles import PROFILES
 from tracestore.providers.base import PROVIDER_NAMES
 from tracestore.review.context import ReviewContext, conflict_check
-from tracestore.review.derive_attempt import says_not_released, says_released
 from tracestore.review.derive_trace import observed_model
+from tracestore.review.release_claims import says_not_released, says_released
 
 _NEGATION: Final = re.compile(
     r"\b(?:not|never|no longer|nothing|without)\s+(?:been\s+|be\s+|yet\s+|was\s+|were\s+)?"

@@ -9,8 +9,6 @@ record shows ``UNKNOWN`` instead of a sentence built on nothing.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from typing import Any, Final
 
 from tracestore.agent.codes import AGENT_API
@@ -18,51 +16,14 @@ from tracestore.events import FrameReceived, SemanticJudged, StoredEvent
 from tracestore.projections import reasons as R
 from tracestore.projections.usage import usage_basis
 from tracestore.review.context import Derived, ReviewContext, conflict_check, deriver
-
-#: Model text quoted in the record is cut to this many characters (the full text is in the
-#: events; the record only has to show which text it means).
-QUOTE_CHARS: Final = 160
-#: Distinct native ids, and anomalies, listed before "+N more".
-MAX_LISTED: Final = 5
+# Wording and the reading of release claims have their own modules; importable from here too.
+from tracestore.review.release_claims import says_not_released, says_released  # noqa: F401
+from tracestore.review.wording import (  # noqa: F401
+    MAX_LISTED, QUOTE_CHARS, capital, grouped, listed, plural, positions, quote, spread,
+)
 
 _ID_KEYS: Final = ("id", "responseId", "response_id", "item_id")
 _ID_PARENTS: Final = ("response", "message")
-
-
-def quote(text: str, limit: int = QUOTE_CHARS) -> str:
-    """Untrusted text as a bounded quotation (escaping happens at render time)."""
-    return '"' + (text if len(text) <= limit else text[: limit - 1] + "…") + '"'
-
-
-def listed(items: list[str], limit: int = MAX_LISTED) -> str:
-    more = len(items) - limit
-    return ", ".join(items[:limit]) + (f" (+{more} more)" if more > 0 else "")
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 delta``, ``2 deltas``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def positions(values: Iterable[int]) -> str:
-    """``#5, #8`` — how a record cites events."""
-    return ", ".join(f"#{p}" for p in values)
-
-
-def grouped(items: Iterable[tuple[str, str, str | None, int]]
-            ) -> dict[tuple[str, str, str | None], list[int]]:
-    """Repeated facts (one anomaly per tool-argument delta …) folded to one entry each."""
-    groups: dict[tuple[str, str, str | None], list[int]] = {}
-    for code, native, detail, position in items:
-        groups.setdefault((code, native, detail), []).append(position)
-    return groups
-
-
-def spread(found: list[int]) -> str:
-    """``#5`` or ``#17, #18, #19 … #23 (7 times)``: short, and still naming first and last."""
-    if len(found) <= 3:
-        return positions(found)
-    return f"{positions(found[:3])} … #{found[-1]} ({len(found)} times)"
 
 
 def _native_ids(native: Any) -> list[str]:
@@ -149,11 +110,7 @@ def native_observation(ctx: ReviewContext) -> Derived | None:
         cited.append(view.drain.position)
     else:
         parts.append("no drain observed")
-    return Derived.of(_capital("; ".join(parts)), *cited)
-
-
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
+    return Derived.of(capital("; ".join(parts)), *cited)
 
 
 def _completeness(ctx: ReviewContext) -> str:
@@ -292,7 +249,7 @@ def local_ordering(ctx: ReviewContext) -> Derived | None:
     if not items:
         return None
     chain = " → ".join(f"{label} #{pos}" for pos, label in items)
-    return Derived.of(_capital(f"{chain}; {_stop_verdict(ctx)}"), *(p for p, _ in items))
+    return Derived.of(capital(f"{chain}; {_stop_verdict(ctx)}"), *(p for p, _ in items))
 
 
 @deriver("event_order")
@@ -335,7 +292,7 @@ def transport_accounting(ctx: ReviewContext) -> Derived | None:
                       f"({usage_basis(view.api)})")
     else:
         accounting = "no usage metadata (recorded as absent, never as zero)"
-    return Derived.of(_capital(f"{drain}; {accounting}"),
+    return Derived.of(capital(f"{drain}; {accounting}"),
                       view.drain.position if view.drain else None,
                       *view.usage_positions)
 
@@ -379,27 +336,6 @@ def release_decision(ctx: ReviewContext) -> Derived:
                          f"policy {r.policy_version}) DIFFERS from this recomputation")
         cited.append(recorded.position)
     return Derived.of("; ".join(parts), *cited)
-
-
-# A reviewer's words about release: negated claims are removed before looking for a
-# positive one, so "not released" is not read as "released".
-_NEGATED = re.compile(r"\b(?:not|never|no longer)\s+(?:been\s+|be\s+)?(?:released|eligible|"
-                      r"passed|pass|delivered)\b", re.IGNORECASE)
-_CLAIMS_RELEASED = re.compile(r"\b(?:released|eligible|pass(?:ed)?|delivered|shipped)\b",
-                              re.IGNORECASE)
-_CLAIMS_NOT_RELEASED = re.compile(
-    r"\b(?:ineligible|unreleased|withheld|blocked|not\s+released|not\s+eligible|"
-    r"never\s+released|stopped|held|hold|rejected|fail(?:ed|s)?|interrupted|limited|"
-    r"superseded|pending)\b", re.IGNORECASE)
-
-
-def says_released(text: str) -> bool:
-    """The reviewer text claims the answer was (or may be) released."""
-    return bool(_CLAIMS_RELEASED.search(_NEGATED.sub(" ", text)))
-
-
-def says_not_released(text: str) -> bool:
-    return bool(_CLAIMS_NOT_RELEASED.search(text))
 
 
 @conflict_check("release_decision")

@@ -12,7 +12,7 @@ from tracestore.events import ANSWER_DESTINATIONS, CaptureSegment, CaptureStored
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry
 from tracestore.review.context import Derived, ReviewContext, deriver, reviewer_key
-from tracestore.review.derive_attempt import listed, plural, positions
+from tracestore.review.wording import listed, plural, positions
 
 
 def _expected(ctx: ReviewContext) -> str:

@@ -13,7 +13,7 @@ from tracestore.events import (
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
 from tracestore.review.context import Derived, ReviewContext, deriver
-from tracestore.review.derive_attempt import MAX_LISTED, grouped, listed, plural, spread
+from tracestore.review.wording import MAX_LISTED, grouped, listed, plural, spread
 
 
 def _profile(ctx: ReviewContext) -> Profile | None:
