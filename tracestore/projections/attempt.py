@@ -16,18 +16,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from tracestore.errors import InputError, NotFound
-from tracestore.events import (
-    AttemptStarted, ContractBound, FrameReceived, FrameRejected, LocalStopped, RequestBound,
-    StoredEvent, TraceOpened, TransportDrained,
-)
-from tracestore.projections import reasons as R
 from tracestore.contracts.events_check import EventRules
 from tracestore.contracts.frames import FrameChecker
 from tracestore.contracts.graphemes import broken_boundaries
+from tracestore.errors import InputError
+from tracestore.events import (
+    AttemptStarted, FrameReceived, FrameRejected, LocalStopped, StoredEvent, TraceOpened,
+    TransportDrained,
+)
+from tracestore.projections import reasons as R
+# The view's data classes and the log look-ups have their own modules; importable from here.
+from tracestore.projections.attempt_log import (  # noqa: F401
+    TraceBindings, find_bindings, find_start, find_trace, visible,
+)
+from tracestore.projections.attempt_view import (  # noqa: F401
+    Anomaly, AttemptView, BlockText, Drain, FinalTextCheck, NativeError, NativeTerminal,
+)
 from tracestore.projections.inline_tags import InlineTagScanner
 from tracestore.projections.profiles import (
     FrameLimits, Profile, classify_error, classify_terminal, error_name, profile_for,
@@ -47,111 +53,6 @@ _BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive"})
 #: Anthropic signature, Bedrock ``redactedContent``, a Gemini Interactions thought
 #: signature): reasoning all the same, so a profile without reasoning holds them.
 _REASONING_BLOCK_TYPES = frozenset({"reasoning", "redacted_reasoning"})
-
-
-
-@dataclass(frozen=True, slots=True)
-class BlockText:
-    block: int | None
-    text: str
-    first_position: int
-    last_position: int
-    deltas: tuple[str, ...]
-    "The delta fragments in arrival order (the audit looks for them in other answers)."
-
-
-@dataclass(frozen=True, slots=True)
-class FinalTextCheck:
-    """A source final text compared with the deltas (never appended to them)."""
-
-    position: int
-    native_type: str
-    block: int | None
-    agrees: bool
-    duplicate: bool
-
-
-@dataclass(frozen=True, slots=True)
-class NativeTerminal:
-    position: int
-    native_type: str
-    status: str | None
-    stop_reason: str | None
-    outcome: str
-    "Classified under the profile: normal, limited, failed, tool or unknown."
-
-
-@dataclass(frozen=True, slots=True)
-class NativeError:
-    position: int
-    name: str
-    error_code: str | None
-    message: str | None
-    classification: str
-    "failed (provider failure), exception (known) or unknown."
-
-
-@dataclass(frozen=True, slots=True)
-class Anomaly:
-    """A form outside the profile; ``code`` is a reason code from ``reasons``."""
-
-    position: int
-    code: str
-    native_type: str
-    detail: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Drain:
-    position: int
-    outcome: str
-    detail: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class AttemptView:
-    attempt_id: str
-    trace_id: str
-    api: str
-    reader: str | None
-    retry_of: str | None
-    profile: str | None
-    started_at: int
-    frames: int
-    last_frame_position: int | None
-    blocks: tuple[BlockText, ...]
-    text: str
-    "The candidate: text blocks joined in the order they first appeared."
-    final_texts: tuple[FinalTextCheck, ...]
-    terminals: tuple[NativeTerminal, ...]
-    errors: tuple[NativeError, ...]
-    anomalies: tuple[Anomaly, ...]
-    stop_position: int | None
-    drain: Drain | None
-    usage: Mapping[str, Any] | None
-    "The attempt's usage, combined per provider (``projections.usage``); None when absent."
-    usage_position: int | None
-    usage_positions: tuple[int, ...]
-    "Every position whose usage record the value rests on (start and delta when merged)."
-    superseded_at: int | None
-    superseded_by: str | None
-    structured: bool = False
-    "The answer is a structured reply judged by an output contract."
-    frame_failure: Anomaly | None = None
-    "The first application frame that broke the profile's frame rules (seed 000)."
-    binding_sha256: str | None = None
-    "Digest of the request binding recorded for the trace; None when none was recorded."
-    binding_checked: bool = False
-    "Every frame's ``binding_sha256`` was compared with the recorded binding."
-    sent_envelope: Mapping[str, Any] | None = None
-    "The envelope an endpoint sent in its terminal event (seed 004), as sent."
-    grapheme_splits: tuple[int, ...] = ()
-    """Positions of text deltas that begin inside a grapheme cluster (UAX #29): a display
-    hazard for a screen that draws deltas one by one; reassembly is unaffected."""
-
-    @property
-    def terminal(self) -> NativeTerminal | None:
-        return self.terminals[0] if self.terminals else None
 
 
 class AttemptFold:
@@ -431,56 +332,6 @@ def _normalizer(api: str) -> Normalizer | None:
         return make_normalizer(api)
     except InputError:  # an API without a normalizer: every frame becomes an anomaly
         return None
-
-
-def visible(events: Sequence[StoredEvent], upto: int | None) -> Sequence[StoredEvent]:
-    """The events judged: those at or before ``upto`` (all when ``None``)."""
-    if upto is None:
-        return events
-    return [e for e in events if e.position <= upto]
-
-
-def find_start(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
-    for stored in events:
-        if isinstance(stored.event, AttemptStarted) and stored.event.attempt_id == attempt_id:
-            return stored
-    raise NotFound(f"attempt {attempt_id!r} has no attempt.started event in the log",
-                   code="attempt_not_found", attempt_id=attempt_id)
-
-
-def find_trace(events: Sequence[StoredEvent], trace_id: str) -> TraceOpened | None:
-    for stored in events:
-        if isinstance(stored.event, TraceOpened) and stored.event.trace_id == trace_id:
-            return stored.event
-    return None
-
-
-@dataclass(frozen=True)
-class TraceBindings:
-    """What a trace is bound to besides its task: output contract and request binding."""
-
-    contract: Any = None
-    "The loaded ``tracestore.contracts.model.Contract``, or None."
-    binding: Mapping[str, Any] | None = None
-    binding_sha256: str | None = None
-
-
-def find_bindings(events: Sequence[StoredEvent], trace_id: str) -> TraceBindings:
-    """The trace's first ``contract.bound`` and ``request.bound`` (ingest refuses a second,
-    different one, so the first is the only one)."""
-    from tracestore.contracts.model import cached_contract
-
-    contract = request = None
-    for stored in events:
-        event = stored.event
-        if getattr(event, "trace_id", None) != trace_id:
-            continue
-        if contract is None and isinstance(event, ContractBound):
-            contract = cached_contract(event.sha256, event.contract)
-        elif request is None and isinstance(event, RequestBound):
-            request = event
-    return TraceBindings(contract, request.binding if request else None,
-                         request.sha256 if request else None)
 
 
 def start_fold(events: Sequence[StoredEvent], attempt_id: str) -> tuple[AttemptFold,
