@@ -86,6 +86,29 @@ def test_frames_are_frozen_slotted_values() -> None:
     assert hash(frame) == hash(SSEEvent(0, 9, "message", "x", None, None, False))
 
 
+@pytest.mark.parametrize("feeds", [
+    [b"data: x\n\n"],                      # one whole event per chunk
+    [b"data: ", b"x\n\n"],                 # an event completed in the buffer
+    [b"data: x\n\ndata: x\n\n"],           # several blocks in one region
+    [b"data: x\r\n\r\n"],                  # CRLF
+    [b"id: 1\ndata: x\n\n"],               # the per-line path
+])
+def test_every_sse_path_builds_real_frozen_frames(feeds: list[bytes]) -> None:
+    # The decoders build SSEEvent through a draft class and a __class__ swap; the result
+    # must be indistinguishable from a constructor-built frame.
+    decoder = SSEDecoder()
+    frames = [frame for chunk in feeds for frame in decoder.feed(chunk)] + decoder.close()
+    frame = frames[0]
+    expected = SSEEvent(0, frame.length, "message", "x", frame.id, None, False)
+    assert type(frame) is SSEEvent
+    assert frame == expected and hash(frame) == hash(expected)
+    assert repr(frame) == repr(expected)
+    assert dataclasses.astuple(frame) == dataclasses.astuple(expected)
+    assert not hasattr(frame, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        frame.data = "y"  # type: ignore[misc]
+
+
 def test_bytes_consumed_and_close_idempotence_guard() -> None:
     decoder = SSEDecoder()
     decoder.feed(b"data: a\n\ndata: b")

@@ -48,7 +48,8 @@ class Decoder:
 
     def feed(self, chunk: bytes) -> list[Frame]:
         """Consume the next bytes; return the frames completed by them (maybe none)."""
-        self._check_usable()
+        if self._error is not None or self._closed:
+            self._check_usable()
         if type(chunk) is not bytes:
             chunk = bytes(chunk)  # accept any bytes-like (bytearray, memoryview) safely
         self._completed = []

@@ -7,10 +7,16 @@ layer see one ``SSEEvent`` shape whatever the provider and whatever the transpor
 
 Why it is written the way it is:
 
-* Work is done on *complete lines in bulk*: every ``feed`` finds the last line end,
-  splits everything before it with ``bytes.split`` (a C loop) and walks the lines once.
-  Bytes after the last line end wait in a ``bytearray`` and are never rescanned, so cost
-  stays linear even when the caller feeds one byte at a time.
+* Work is done on *whole event blocks in bulk* when the stream uses LF line ends (every
+  real capture but Gemini's): ``feed`` finds the last blank line, splits everything before
+  it into blocks with ``bytes.split`` (a C loop), and decodes the two shapes nearly every
+  event has (``data: X`` and ``event: E`` + ``data: X``) in one step each.  The lines of a
+  block still open wait in a ``bytearray`` until its blank line arrives, so an event cut
+  into many small chunks is still decoded as one block.  A chunk that is exactly one whole
+  event with nothing waiting (how servers flush) is decoded without touching the buffer.
+* With CR or CRLF line ends every complete line is interpreted as it arrives.  Either way
+  bytes are searched once and never rescanned, so cost stays linear even when the caller
+  feeds one byte at a time.
 * A CR at the very end of the available bytes is held back until the next byte (or
   ``close``) because it may be the first half of a CRLF; deciding early would give
   different ``length`` values for different chunkings.
@@ -27,66 +33,111 @@ the spec says) but reported in ``truncation``.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Iterator
-
+from tracestore.errors import WireError
 from tracestore.wire.base import Decoder
-from tracestore.wire.frames import SSE_SLOTS, Frame, SSEEvent, Truncation, new_sse_event
-from tracestore.wire.utf8 import TRUNCATED_FRAME, raise_invalid_utf8, tail_code
-
-# One token per non-blank line (with its terminator), or per RUN of blank lines: a flood of
-# blank lines (50 MB of bare CR) is then one match, not one Python object per line.
-# (A character class, not ``(?:\r\n|\r|\n)+``: repeating a group keeps backtracking state
-# per repetition, which is memory per blank line again.)
-_TOKEN = re.compile(rb"([^\r\n]+)(\r\n|\r|\n)|[\r\n]+")
-_COLON = 0x3A
+from tracestore.wire.frames import Frame, SSEEvent, SSEEventDraft, Truncation
+from tracestore.wire.sse_blocks import SSEInterpreter
+from tracestore.wire.utf8 import TRUNCATED_FRAME, tail_code
 
 
-def _mixed_lines(region: bytes) -> Iterator[tuple[bytes, int]]:
-    """(line, terminator length) pairs of a region with any line ends, lazily.
-
-    A run of k blank lines yields at most two pairs: the first blank line (which may
-    dispatch the open block) and one "blank line" as long as the rest of the run.  After a
-    dispatch no block is open, and a blank line with no open block only moves the offset,
-    so this is exactly what k separate pairs would do -- in bounded memory and time.
-    """
-    for match in _TOKEN.finditer(region):
-        line = match.group(1)
-        if line is not None:
-            yield line, len(match.group(2))
-            continue
-        start, end = match.span()
-        first = 2 if region.startswith(b"\r\n", start) else 1
-        yield b"", first
-        if end - start > first:
-            yield b"", end - start - first
-
-
-class SSEDecoder(Decoder):
+class SSEDecoder(SSEInterpreter):
     """Decode SSE bytes into ``SSEEvent`` frames; see the module docstring for the rules."""
 
     framing = "sse"
 
-    def __init__(self, **bounds: int) -> None:
-        super().__init__(**bounds)
-        # Index in _buf up to which line ends have already been searched for.
-        self._scan = 0
-        # The event block being assembled (None / empty while between blocks).
-        self._block_start: int | None = None
-        # None (no data line yet), one str, or a list of str for multi-line data.
-        self._data: str | list[str] | None = None
-        self._event: str | None = None
-        self._retry: int | None = None
-        # A non-comment field line was seen in the current block (for truncation reports).
-        self._fields = False
-        #: The spec's "last event ID" buffer (None until an id field is seen).
-        self.last_event_id: str | None = None
-        #: The stream's reconnection time from the last valid ``retry`` field.
-        self.reconnection_time: int | None = None
-        #: Number of complete comment lines (``:`` ...) seen; comments are not frames.
-        self.comments = 0
+    def feed(self, chunk: bytes) -> list[Frame]:
+        # The LF-only path, inline: for live-sized chunks the per-call overhead of the
+        # general path costs more than decoding a 300-byte event.  Everything else (the
+        # first bytes with a possible BOM, a CR anywhere, a poisoned or closed decoder)
+        # takes the general path.  Errors are raised from the same interpretation code.
+        if (self._at_start or self._cr_held or self._error is not None or self._closed
+                or type(chunk) is not bytes or chunk.find(b"\r") >= 0):
+            return Decoder.feed(self, chunk)
+        buf = self._buf
+        if not buf and self._block_start is None and chunk.endswith(b"\n\n"):
+            frame = self._one(chunk)  # one whole event per chunk: a server's flush
+            if frame is not None:
+                return [frame]
+        cut = chunk.rfind(b"\n\n") + 2
+        if cut < 2:
+            if not (chunk.startswith(b"\n") and buf.endswith(b"\n")):
+                # No blank line ends here: keep the bytes for the block's end (bounded).
+                start = self._block_start
+                waiting = len(buf) + len(chunk) + (0 if start is None else self._pos - start)
+                if waiting > self.max_frame_bytes:
+                    return Decoder.feed(self, chunk)  # interprets the lines, then raises
+                buf += chunk
+                self._scan = len(buf)
+                return []
+            cut = 1  # the blank line straddles the boundary
+        if buf:
+            region = b"".join((buf, chunk[:cut]))
+            buf.clear()
+        else:
+            region = chunk if cut == len(chunk) else chunk[:cut]
+        if cut < len(chunk):
+            buf += chunk[cut:]
+        self._scan = len(buf)
+        out: list[Frame] = []
+        self._completed = out
+        try:
+            frame = (self._one(region) if self._block_start is None
+                     and region.find(b"\n\n") == len(region) - 2 else None)
+            if frame is not None:
+                out.append(frame)
+            elif region.find(b"\n\n\n") < 0:
+                self._blocks(region, b"\n", out)
+            else:
+                self._region(region, False, out)
+            if len(buf) > self.max_frame_bytes:  # (no block is open after a blank line)
+                self._check_pending(out)
+        except WireError as exc:
+            exc.frames = list(out)  # as Decoder.feed does
+            self._error = exc
+            raise
+        return out
+
+    def _one(self, block: bytes) -> SSEEvent | None:
+        """Decode ``block`` (LF only, ends with its blank line, starts at ``_pos`` with no
+        block open) if it has one of the two common shapes; None (nothing changed) if not.
+        """
+        n = len(block)
+        if n > self.max_frame_bytes or self.frame_count >= self.max_frames:
+            return None
+        try:
+            if block.startswith(b"data: "):
+                if block.find(b"\n", 6) != n - 2:
+                    return None
+                data = block[6:n - 2].decode()  # UTF-8, strict
+                event = "message"
+                present = False
+            elif block.startswith(b"event: "):
+                nl = block.find(b"\n", 7)
+                if not block.startswith(b"data: ", nl + 1) or block.find(b"\n", nl + 7) != n - 2:
+                    return None
+                # Delimiters are ASCII, so decoding the two values validates the block.
+                event = block[7:nl].decode() or "message"
+                data = block[nl + 7:n - 2].decode()
+                present = True
+            else:
+                return None
+        except UnicodeDecodeError:
+            return None  # the general path reports the first bad byte
+        frame = object.__new__(SSEEventDraft)  # new_sse_event inlined (see frames.py)
+        frame.offset = self._pos
+        frame.length = n
+        frame.event = event
+        frame.data = data
+        frame.id = self.last_event_id
+        frame.retry = None
+        frame.event_field_present = present
+        frame.__class__ = SSEEvent  # type: ignore[assignment]
+        self.frame_count += 1
+        self._pos += n
+        return frame  # type: ignore[return-value]
 
     def _feed(self, chunk: bytes) -> list[Frame]:
+        """General path: interpret every complete line now, whatever the line ends."""
         buf = self._buf
         data: bytes | bytearray
         if buf or self._at_start:
@@ -97,7 +148,7 @@ class SSEDecoder(Decoder):
         else:
             data = chunk  # nothing held over: work on the caller's bytes without a copy
         n = len(data)
-        scan = self._scan  # data[:scan] holds no line end (except a held CR at scan)
+        scan = self._scan  # data[scan:] has not been searched for line ends yet
         lf = data.rfind(b"\n", scan)
         cr = data.rfind(b"\r", scan)
         held = n > 0 and cr == n - 1
@@ -118,237 +169,38 @@ class SSEDecoder(Decoder):
             self._region(region, cr >= 0, out)
         elif data is not buf:
             buf += data
+        self._cr_held = held
         self._scan = len(buf) - 1 if held else len(buf)
-        # Bound what is still waiting: the open block's complete lines plus the partial line.
-        block_start = self._block_start
-        start = self._pos if block_start is None else block_start
-        pending = self._pos + len(buf) - start
-        if pending > self.max_frame_bytes:
-            self._byte_limit(start, pending)
+        self._check_pending(out)
         return out
 
-    def _region(self, region: bytes, has_cr: bool, out: list[Frame]) -> None:
-        """Interpret complete lines; ``region`` ends with a line end, starts at ``_pos``."""
-        # Three line ends in a row means extra blank lines (a flood, or a stray one): the
-        # block splitter would make one piece per blank line, so take the path that treats
-        # a run of blank lines as one token.
-        if not has_cr:
-            if region.find(b"\n\n\n") < 0:
-                self._blocks(region, b"\n", out)  # LF only: OpenAI, Anthropic
-                return
-        else:
-            crlf = region.count(b"\r\n")
-            if (crlf == region.count(b"\r") == region.count(b"\n")
-                    and region.find(b"\r\n\r\n\r\n") < 0):
-                self._blocks(region, b"\r\n", out)  # CRLF only: Gemini ?alt=sse
-                return
-        self._lines(_mixed_lines(region), out)  # mixed line ends or blank runs
-
-    def _blocks(self, region: bytes, eol: bytes, out: list[Frame]) -> None:
-        """Fast path for a region with one kind of line end.
-
-        Splitting on a double line end yields whole event blocks ("pieces") in one C call,
-        so the blank line that dispatches an event costs no loop iteration and offsets
-        advance per block, not per line.  The two shapes nearly every real event has,
-        ``data: X`` and ``event: E<eol>data: X``, are decoded in one call and cut out of
-        the text with ``find``; that is what makes this faster than line-at-a-time
-        parsers.  Other pieces take a per-line loop; a piece that is empty or starts with
-        a line end holds extra blank lines and goes through ``_lines``, as does the tail
-        after the last blank line.
-        """
-        eol_len = len(eol)
-        sep_len = eol_len + eol_len
-        inner_max = self.max_frame_bytes - sep_len  # a piece this long still fits the bound
-        eol_text = eol.decode("ascii")
-        pieces = region.split(eol + eol)
-        tail = pieces.pop()
-        pos = self._pos
-        block_start = self._block_start
-        data = self._data
-        event = self._event
-        retry = self._retry
-        max_bytes = self.max_frame_bytes
-        max_frames = self.max_frames
-        count = self.frame_count
-        append = out.append
-        new_object = object.__new__
-        set_offset, set_length, set_event, set_data, set_id, set_retry, set_present = SSE_SLOTS
-        last_id = self.last_event_id  # reloaded whenever a slower path may change it
-        piece = b""
-        try:
-            for piece in pieces:
-                if block_start is None:
-                    # Each shape is built inline, with no shared tail: every bytecode
-                    # saved per event shows in the throughput.
-                    if piece.startswith(b"data: "):
-                        # (find() is ~2x cheaper than the ``in`` operator on bytes.)
-                        if piece.find(eol, 6) < 0 and len(piece) <= inner_max:
-                            count += 1
-                            if count > max_frames:
-                                self._count_limit(pos)
-                            frame = new_object(SSEEvent)
-                            set_offset(frame, pos)
-                            size = len(piece) + sep_len
-                            set_length(frame, size)
-                            set_event(frame, "message")
-                            set_data(frame, piece[6:].decode())  # UTF-8, strict
-                            set_id(frame, last_id)
-                            set_retry(frame, None)
-                            set_present(frame, False)
-                            append(frame)
-                            pos += size
-                            continue
-                    elif piece.startswith(b"event: ") and len(piece) <= inner_max:
-                        # (The bound is checked before decoding, so an over-long block
-                        # fails with frame_byte_limit exactly as a chunked feed would.)
-                        text = piece.decode()  # UTF-8, strict
-                        nl = text.find(eol_text)
-                        second = nl + eol_len
-                        if (nl > 0 and text.startswith("data: ", second)
-                                and text.find(eol_text, second) < 0):
-                            count += 1
-                            if count > max_frames:
-                                self._count_limit(pos)
-                            frame = new_object(SSEEvent)
-                            set_offset(frame, pos)
-                            size = len(piece) + sep_len
-                            set_length(frame, size)
-                            set_event(frame, text[7:nl] or "message")
-                            set_data(frame, text[second + 6:])
-                            set_id(frame, last_id)
-                            set_retry(frame, None)
-                            set_present(frame, True)
-                            append(frame)
-                            pos += size
-                            continue
-                size = len(piece) + sep_len
-                start = pos if block_start is None else block_start
-                if not piece or piece.startswith(eol) or pos + size - start > max_bytes:
-                    # Extra blank lines, or a block over the bound: the line-by-line path
-                    # (with our state) checks the bound line by line, in stream order, so
-                    # the error is the same one a chunked feed would meet first.
-                    self._pos, self._block_start, self.frame_count = pos, block_start, count
-                    self._data, self._event, self._retry = data, event, retry
-                    self._lines([(line, eol_len) for line in piece.split(eol)]
-                                + [(b"", eol_len)], out)
-                    pos, block_start, count = self._pos, self._block_start, self.frame_count
-                    data, event, retry = self._data, self._event, self._retry
-                    last_id = self.last_event_id
-                    continue
-                block_start = start
-                for line in piece.split(eol):
-                    data, event, retry = self._field(line, data, event, retry)
-                last_id = self.last_event_id
-                pos += size  # only now, so that ``pos`` is the piece start on a decode error
-                size = pos - block_start
-                # The blank line ending the piece dispatches the block (if it had data).
-                if data is not None:
-                    count += 1
-                    if count > max_frames:
-                        self._count_limit(block_start)
-                    append(new_sse_event(block_start, size, event or "message",
-                                         data if type(data) is str else "\n".join(data),
-                                         last_id, retry, event is not None))
-                block_start = data = event = retry = None
-        except UnicodeDecodeError:
-            # A piece is decoded in line order, so its first bad byte is the one to report.
-            raise_invalid_utf8(piece, pos)
-        self._pos, self._block_start, self.frame_count = pos, block_start, count
-        self._data, self._event, self._retry = data, event, retry
-        if pieces:
-            self._fields = False  # every piece ended with its blank line: no open block
-        if tail:
-            self._lines([(line, eol_len) for line in tail.split(eol)[:-1]], out)
-
-    def _field(self, line: bytes, data: str | list[str] | None, event: str | None,
-               retry: int | None) -> tuple[str | list[str] | None, str | None, int | None]:
-        """Interpret one non-blank line of the open block; return the new block state.
-
-        Decoding the whole line first validates it (comments and unknown fields too).
-        Data lines accumulate as one str, or a list once there are several.
-        """
-        text = line.decode("utf-8")
-        if line[0] == _COLON:
-            self.comments += 1  # comments are counted, never dispatched
-            return data, event, retry
-        self._fields = True
-        name, colon, value = text.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if name == "event":
-            event = value
-        elif name == "data":
-            if data is None:
-                data = value
-            elif type(data) is str:
-                data = [data, value]
-            else:
-                data.append(value)
-        elif name == "id":
-            if "\0" not in value:  # the spec ignores ids containing NUL
-                self.last_event_id = value
-        elif name == "retry":
-            # ASCII digits only, as the spec asks (str.isdigit alone admits others).
-            if value.isascii() and value.isdigit():
-                try:
-                    retry = int(value)
-                except ValueError:  # beyond Python's int-from-str digit limit
-                    pass
-                else:
-                    self.reconnection_time = retry
-        # Any other field name is ignored (after the UTF-8 validation above).
-        return data, event, retry
-
-    def _lines(self, pairs: Iterable[tuple[bytes, int]], out: list[Frame]) -> None:
-        """General path: (line, terminator length) pairs, one at a time."""
-        pos = self._pos
-        block_start = self._block_start
-        data = self._data
-        event = self._event
-        retry = self._retry
-        max_bytes = self.max_frame_bytes
-        line = b""
-        try:
-            for line, eol in pairs:
-                if not line:
-                    # Blank line: dispatch the block (if it had data), then reset it.
-                    if block_start is not None:
-                        size = pos + eol - block_start
-                        if size > max_bytes:
-                            self._byte_limit(block_start, size)
-                        if data is not None:
-                            self.frame_count += 1
-                            if self.frame_count > self.max_frames:
-                                self._count_limit(block_start)
-                            out.append(new_sse_event(
-                                block_start, size, event or "message",
-                                data if type(data) is str else "\n".join(data),
-                                self.last_event_id, retry, event is not None))
-                        block_start = data = event = retry = None
-                        self._fields = False
-                    pos += eol
-                    continue
-                if block_start is None:
-                    block_start = pos
-                nxt = pos + len(line) + eol
-                if nxt - block_start > max_bytes:
-                    self._byte_limit(block_start, nxt - block_start)
-                data, event, retry = self._field(line, data, event, retry)
-                pos = nxt
-        except UnicodeDecodeError:
-            raise_invalid_utf8(line, pos)
-        self._pos, self._block_start = pos, block_start
-        self._data, self._event, self._retry = data, event, retry
+    def _check_pending(self, out: list[Frame]) -> None:
+        """Bound what is still waiting: the open block's lines plus the partial line."""
+        start = self._pos if self._block_start is None else self._block_start
+        pending = self._pos + len(self._buf) - start
+        if pending > self.max_frame_bytes:
+            # Lines the LF path kept waiting are interpreted first, as an eager decoder
+            # would have: a bad byte or a line over the bound there is the error to report.
+            buf = self._buf
+            end = buf.rfind(b"\n")  # (no CR in them; a held CR stays held)
+            if end >= 0:
+                region = bytes(buf[:end + 1])
+                del buf[:end + 1]
+                self._scan = len(buf)
+                self._region(region, False, out)
+            self._byte_limit(start, pending)
 
     def _close(self) -> list[Frame]:
         out: list[Frame] = []
         buf = self._buf
         self._at_start = False
-        if buf.endswith(b"\r"):
-            # The held-back CR is a line end after all: the buffer is one complete line.
-            region = bytes(buf)
-            del buf[:]
-            self._region(region, True, out)
+        # Complete lines still waiting (an open block, or a held CR that is a line end
+        # after all) are interpreted first; what follows the last line end is partial.
+        end = max(buf.rfind(b"\n"), buf.rfind(b"\r"))
+        if end >= 0:
+            region = bytes(buf[:end + 1])
+            del buf[:end + 1]
+            self._region(region, b"\r" in region, out)
         partial = bytes(buf)
         start = self._pos if self._block_start is None else self._block_start
         if partial:
