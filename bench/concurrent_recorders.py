@@ -1,8 +1,12 @@
 """Issue 14, item 6: N processes record live attempts into ONE store at once.
 
-    python bench/concurrent_recorders.py [--processes 8] [--attempts 250] [--db URL]...
+    python bench/concurrent_recorders.py [--processes 8] [--attempts 250]
+        [--attempts-per-trace 1] [--db URL]...
 
 Defaults: 8 processes x 1000 appends each (250 attempts x 4 recorder calls) = 8000 appends.
+``--attempts-per-trace 125`` puts each writer's attempts into traces of 125 attempts (one
+question retried many times): each release decision then concerns a long trace, which is
+what once made SQLite writers fail with "database is locked".
 
 Each process opens its own ``Recorder`` and records ``--attempts`` live attempts of a
 real capture, each answering its own question (trace): attempt started, the bytes fed in
@@ -31,17 +35,33 @@ CAPTURE = (Path(__file__).resolve().parents[1] / "fixtures" / "real" / "anthropi
            / "text-basic.sse")
 
 
-def _worker(url: str, worker: int, attempts: int, queue: multiprocessing.Queue) -> None:
+def _worker(url: str, worker: int, attempts: int, per_trace: int,
+            queue: multiprocessing.Queue) -> None:
+    """Record, then report ``(latencies, error)``: a writer that fails says so instead of
+    leaving the parent waiting on the queue forever."""
+    latencies: list[float] = []
+    try:
+        _record(url, worker, attempts, per_trace, latencies)
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which fails the run
+        queue.put((latencies, f"writer {worker}: {type(exc).__name__}: {exc}"))
+    else:
+        queue.put((latencies, None))
+
+
+def _record(url: str, worker: int, attempts: int, per_trace: int,
+            latencies: list[float]) -> None:
     from tracestore import Recorder
 
     data = CAPTURE.read_bytes()
     half = len(data) // 2
-    latencies: list[float] = []
     recorder = Recorder(url)
     clock = time.perf_counter
+    trace = None
     for index in range(attempts):
-        # One question (trace) per attempt, as an application answering many users does.
-        trace = recorder.trace(f"w{worker}-{index}")
+        # By default one question (trace) per attempt, as an application answering many
+        # users does; with per_trace > 1 the next attempts retry the same question.
+        if index % per_trace == 0:
+            trace = recorder.trace(f"w{worker}-{index // per_trace}")
         start = clock()
         attempt = trace.attempt(f"w{worker}-{index}", api="anthropic-messages")
         latencies.append(clock() - start)
@@ -53,7 +73,6 @@ def _worker(url: str, worker: int, attempts: int, queue: multiprocessing.Queue) 
         attempt.drain()
         latencies.append(clock() - start)
     recorder.close()
-    queue.put(latencies)
 
 
 def expected_events_per_attempt(url: str) -> int:
@@ -98,38 +117,61 @@ def check(url: str, processes: int, attempts: int) -> list[str]:
         problems.append(f"{len(wrong)} attempts without exactly {per_attempt} events")
     if not result.ok:
         problems.append(f"verify failed at {result.first_broken_position}: {result.reason}")
+    problems += _decision_problems(events)
     return problems
 
 
-def run(url: str, processes: int, attempts: int) -> bool:
+def _decision_problems(events: list) -> list[str]:
+    """Each attempt's one recorded decision must be what the projection recomputes."""
+    from collections import defaultdict
+
+    from tracestore.projections.release import decide_all
+    from tracestore.recording.decisions import recorded_disagreements
+
+    by_trace: dict[str, list] = defaultdict(list)
+    for stored in events:
+        by_trace[stored.trace_id].append(stored)
+    disagreeing = sum(bool(recorded_disagreements(trace, d.attempt_id, d))
+                      for trace_id, trace in by_trace.items()
+                      for d in decide_all(trace, trace_id))
+    return [f"{disagreeing} recorded decisions disagree with the projection"] \
+        if disagreeing else []
+
+
+def run(url: str, processes: int, attempts: int, per_trace: int = 1) -> bool:
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
     from tracestore.store.log import EventStore
 
     EventStore(url).close()  # create the schema once, before the writers race
-    workers = [context.Process(target=_worker, args=(url, w, attempts, queue))
+    workers = [context.Process(target=_worker, args=(url, w, attempts, per_trace, queue))
                for w in range(processes)]
     started = time.perf_counter()
     for proc in workers:
         proc.start()
-    latencies = [x for _ in workers for x in queue.get()]
+    reports = [queue.get() for _ in workers]
     for proc in workers:
         proc.join()
+    latencies = [x for got, _ in reports for x in got]
+    errors = sorted(error for _, error in reports if error is not None)
     elapsed = time.perf_counter() - started
     failed = [p.exitcode for p in workers if p.exitcode != 0]
     problems = check(url, processes, attempts)
     if failed:
         problems.append(f"worker exit codes {failed}")
+    problems += errors
     quantiles = statistics.quantiles(latencies, n=100)
     p50, p90, p99 = statistics.median(latencies), quantiles[89], quantiles[98]
     backend = url.split(":", 1)[0]
-    print(f"{backend}: {processes} processes x {attempts} live attempts = "
+    print(f"{backend}: {processes} processes x {attempts} live attempts "
+          f"({per_trace} per trace) = "
           f"{processes * attempts} attempts, {len(latencies)} appends in {elapsed:.1f} s "
           f"({len(latencies) / elapsed:.0f} appends/s)")
     print(f"  append latency p50 {p50 * 1000:.2f} ms, p90 {p90 * 1000:.2f} ms, "
           f"p99 {p99 * 1000:.2f} ms; ratio p99/p50 = {p99 / p50:.1f}")
     print("  invariants: " + ("all hold (exact attempts and events, contiguous positions, "
-                              "no duplicates, verify ok)" if not problems
+                              "no duplicates, decisions recorded = recomputed, "
+                              "verify ok)" if not problems
                               else "; ".join(problems)))
     return not problems
 
@@ -138,6 +180,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=8)
     parser.add_argument("--attempts", type=int, default=250)
+    parser.add_argument("--attempts-per-trace", type=int, default=1)
     parser.add_argument("--db", action="append", default=[],
                         help="database URL (repeatable); default: a temp SQLite file, plus "
                              "$TRACESTORE_TEST_PG_URL when set")
@@ -150,7 +193,8 @@ def main() -> int:
                 urls.append(_fresh_pg(os.environ["TRACESTORE_TEST_PG_URL"]))
             else:
                 print("(no TRACESTORE_TEST_PG_URL: PostgreSQL not run)")
-        ok = all([run(url, args.processes, args.attempts) for url in urls])
+        ok = all([run(url, args.processes, args.attempts, args.attempts_per_trace)
+                for url in urls])
     return 0 if ok else 1
 
 

@@ -1,10 +1,22 @@
 """Release decisions as events, for every path that records facts (ingest, recorder, task).
 
 The design asks that a decision be appended when it becomes final, with the policy and
-rule versions it used, so the log itself shows what was decided when.  ``plan_decisions``
-is pure: the trace's events in (in position order, any batching), the ``semantic.judged``
-and ``release.decided`` events still missing out.  ``record_decisions`` runs it inside one
-write transaction, so two processes can never both record the same decision.
+rule versions it used, so the log itself shows what was decided when.  ``DecisionPlanner``
+is pure: a trace's events in (in position order, any batching), the ``semantic.judged``
+and ``release.decided`` events still missing out.  ``record_decisions`` feeds it from a
+read *outside* the write transaction and appends what it says in a short one, so the write
+lock is never held while a long trace is read and judged (holding it made concurrent
+SQLite writers time out with "database is locked" once traces had ~100 attempts).
+
+Nothing is lost or duplicated although the plan is made from a snapshot:
+
+* a decision's event ids are derived from (attempt, rule version), so when two writers
+  plan the same decision the store keeps the first and skips the second (idempotent ids);
+* a decision is final once made — later events do not change it — so a snapshot taken
+  after it became final plans exactly what a fresh read would;
+* the one thing that can change which decision is due is the trace stream itself (a new
+  task rule version, a contract binding): the append expects the trace stream at the
+  version the plan saw, and on a conflict the plan is made again.
 
 A decision is recorded once per (attempt, task rule version): after ``tracestore task``
 appends rule version 2, each final attempt gets a decision under version 2 while its
@@ -20,16 +32,80 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracestore.errors import ExpectedVersionConflict, StoreError
 from tracestore.events import (
     AttemptStarted, NewEvent, ReleaseDecided, SemanticJudged, StoredEvent,
     attempt_stream, trace_stream,
 )
+from tracestore.ingest import id_prefix
 from tracestore.projections import reasons as R
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, RuleInForce,
                                             rule_in_force)
 
-#: Events read per query while judging a trace inside the write transaction.
-READ_BATCH = 200
+#: Events read per query while catching a planner up with the log.
+READ_BATCH = 500
+
+#: Plans made again after a trace-stream conflict before giving up (each conflict means
+#: another writer changed the trace's rule or bindings in between: rare, never endless).
+MAX_REPLANS = 20
+
+
+class DecisionPlanner:
+    """The decisions of one trace that are final but not yet recorded, incrementally.
+
+    ``feed`` the trace's events in position order as they become known (from any
+    position on: the planner remembers where it is); ``missing()`` returns the events to
+    append.  Judges keep only an undecided attempt's answer text, never the events, and
+    an attempt whose decision is recorded drops its judge, so memory is bounded by the
+    attempts still open, however long the trace.
+    """
+
+    def __init__(self, trace_id: str,
+                 trace_events: Sequence[StoredEvent] | None = None) -> None:
+        """``trace_events`` None: nothing read yet (``catch_up`` starts with the stream)."""
+        self.trace_id = trace_id
+        self.stream = trace_stream(trace_id)
+        self.reset(trace_events or ())
+        self.stale = trace_events is None
+
+    def reset(self, trace_events: Sequence[StoredEvent]) -> None:
+        """Start again from position 0 with the trace stream as ``trace_events`` holds it."""
+        self.trace_events = [e for e in trace_events if e.stream == self.stream]
+        self.trace_version = max((e.version for e in self.trace_events), default=0)
+        self.rule = rule_in_force(self.trace_events, self.trace_id)
+        self.position = 0
+        "The last position fed: catch up with ``after=position``."
+        self.stale = False
+        "Set when the trace stream moved past ``trace_events``: ``reset`` and read again."
+        self.judges: dict[str, ReleaseJudge] = {}
+        self.recorded: set[tuple[str, int | None]] = set()
+
+    def feed(self, stored: StoredEvent) -> None:
+        if stored.position <= self.position:
+            return
+        self.position = stored.position
+        if stored.stream == self.stream and stored.version > self.trace_version:
+            self.stale = True  # a new rule version or binding: every judge must restart
+            return
+        event = stored.event
+        if isinstance(event, ReleaseDecided):
+            self.recorded.add((event.attempt_id, event.rule_version))
+            if event.rule_version == self.rule.version:
+                self.judges.pop(event.attempt_id, None)
+        for judge in self.judges.values():
+            judge.feed(stored)
+        if isinstance(event, AttemptStarted) and event.trace_id == self.trace_id \
+                and (event.attempt_id, self.rule.version) not in self.recorded:
+            opening = [*self.trace_events, stored]
+            self.judges[event.attempt_id] = ReleaseJudge.for_attempt(
+                opening, event.attempt_id, self.rule)
+
+    def missing(self) -> list[NewEvent]:
+        out: list[NewEvent] = []
+        for attempt_id, judge in self.judges.items():
+            if judge.decided and (attempt_id, self.rule.version) not in self.recorded:
+                out += decision_events(judge.decision(), self.rule, self.trace_id)
+        return out
 
 
 def plan_decisions(events: Iterable[StoredEvent], trace_id: str,
@@ -38,66 +114,80 @@ def plan_decisions(events: Iterable[StoredEvent], trace_id: str,
 
     ``trace_events`` are the trace stream's own events (opening, task versions, contract
     bindings: few); when omitted, ``events`` must be a sequence and they are taken from it.
-    Otherwise ``events`` may be a generator: judges keep only each attempt's answer text,
-    never the events, so a long trace is judged in bounded memory.
+    Otherwise ``events`` may be a generator (a long trace is judged in bounded memory).
     """
     if trace_events is None:
         events = list(events)
         trace_events = [e for e in events if e.stream == trace_stream(trace_id)]
-    rule = rule_in_force(trace_events, trace_id)
-    judges: dict[str, ReleaseJudge] = {}
-    recorded: set[tuple[str, int | None]] = set()
+    planner = DecisionPlanner(trace_id, trace_events)
     for stored in events:
-        event = stored.event
-        if isinstance(event, ReleaseDecided):
-            recorded.add((event.attempt_id, event.rule_version))
-        for judge in judges.values():
-            judge.feed(stored)
-        if isinstance(event, AttemptStarted) and event.trace_id == trace_id:
-            opening = [*trace_events, stored]
-            judges[event.attempt_id] = ReleaseJudge.for_attempt(opening, event.attempt_id, rule)
-    out: list[NewEvent] = []
-    for attempt_id, judge in judges.items():
-        if judge.decided and (attempt_id, rule.version) not in recorded:
-            out += decision_events(judge.decision(), rule, trace_id)
-    return out
+        planner.feed(stored)
+    return planner.missing()
+
+
+def decision_id(attempt_id: str, rule_version: int | None, part: str) -> str:
+    """The id of an attempt's ``part`` ("judged"/"decided") under a rule version: the same
+    decision planned by two writers gets the same ids, and the store keeps it once."""
+    digest = id_prefix(attempt_id, f"release.decided\x1f{rule_version}")
+    return f"{digest}{'7' if part == 'judged' else '6'}{0:011x}"
 
 
 def decision_events(decision: ReleaseDecision, rule: RuleInForce,
                     trace_id: str) -> list[NewEvent]:
     stream = attempt_stream(decision.attempt_id)
-    events: list[Any] = []
+    events: list[tuple[str, Any]] = []
     if decision.judgement is not None and rule.rule is not None:
         j = decision.judgement
-        events.append(SemanticJudged(attempt_id=decision.attempt_id, verdict=j.verdict,
-                                     rule=rule.rule, answer_sha256=j.answer_sha256,
-                                     failed_patterns=j.failed_patterns))
-    events.append(ReleaseDecided(
+        events.append(("judged", SemanticJudged(
+            attempt_id=decision.attempt_id, verdict=j.verdict, rule=rule.rule,
+            answer_sha256=j.answer_sha256, failed_patterns=j.failed_patterns)))
+    events.append(("decided", ReleaseDecided(
         attempt_id=decision.attempt_id, eligible=decision.eligible, status=decision.status,
         reasons=decision.reasons, policy_version=R.POLICY_VERSION,
         decided_at_position=decision.decided_at_position,
-        answer_sha256=decision.answer_sha256, rule_version=rule.version))
-    return [NewEvent(stream, e, trace_id=trace_id) for e in events]
+        answer_sha256=decision.answer_sha256, rule_version=rule.version)))
+    return [NewEvent(stream, e, id=decision_id(decision.attempt_id, rule.version, part),
+                     trace_id=trace_id) for part, e in events]
 
 
-def record_decisions(store: Any, trace_id: str) -> list[int]:
-    """Append the trace's newly final decisions in one transaction; their positions."""
-
-    def build(view: Any) -> tuple[list[NewEvent], list[bytes]]:
-        trace_events = view.read(stream=trace_stream(trace_id))
-        return plan_decisions(_batches(view, trace_id), trace_id, trace_events), []
-
-    return list(store.append_with(build).positions)
-
-
-def _batches(view: Any, trace_id: str) -> Iterable[StoredEvent]:
-    after = 0
+def catch_up(store: Any, planner: DecisionPlanner) -> None:
+    """Feed ``planner`` the trace's events it has not seen (from the start when it is
+    stale).  Reads outside any write transaction: writers are not held up."""
     while True:
-        batch = view.read(trace_id=trace_id, after=after, limit=READ_BATCH)
-        yield from batch
-        if len(batch) < READ_BATCH:
+        if planner.stale:
+            planner.reset(store.read(stream=planner.stream))
+        for stored in store.iter_events(trace_id=planner.trace_id, after=planner.position,
+                                        batch_size=READ_BATCH):
+            planner.feed(stored)
+            if planner.stale:
+                break
+        else:
             return
-        after = batch[-1].position
+
+
+def record_decisions(store: Any, trace_id: str,
+                     planner: DecisionPlanner | None = None) -> list[int]:
+    """Append the trace's newly final decisions; their positions.
+
+    Planned from a read outside the write transaction (``planner``, when given, is caught
+    up in place, so a live recorder reads each event once), appended in one short
+    transaction that expects the trace stream where the plan saw it."""
+    planner = planner or DecisionPlanner(trace_id)
+    for _ in range(MAX_REPLANS):
+        catch_up(store, planner)
+        due = planner.missing()
+        if not due:
+            return []
+        try:
+            result = store.append(due, expected_versions={planner.stream:
+                                                          planner.trace_version})
+        except ExpectedVersionConflict:
+            planner.stale = True  # the rule or bindings changed meanwhile: plan again
+            continue
+        return list(result.positions)
+    raise StoreError(f"the decisions of trace {trace_id!r} could not be recorded: its rule "
+                     f"or bindings changed {MAX_REPLANS} times while they were planned",
+                     code="decision_conflict", trace_id=trace_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,5 +228,6 @@ def recorded_disagreements(events: Sequence[StoredEvent], attempt_id: str,
     return found
 
 
-__all__ = ["Disagreement", "decision_events", "plan_decisions", "record_decisions",
+__all__ = ["DecisionPlanner", "Disagreement", "catch_up", "decision_events", "decision_id",
+           "plan_decisions", "record_decisions",
            "recorded_decisions", "recorded_disagreements"]

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import threading
 import uuid
+from collections import OrderedDict
 from typing import Any, Mapping
 
 from tracestore.errors import ExpectedVersionConflict, InputError, NotFound, StoreError
@@ -35,7 +36,7 @@ from tracestore.ingest import (
 )
 from tracestore.projections.release import ReleaseDecision, decide_release
 from tracestore.projections.semantics import validate_rule
-from tracestore.recording.decisions import record_decisions
+from tracestore.recording.decisions import DecisionPlanner, record_decisions
 from tracestore.recording.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.stream import FeedResult, LiveCapture
 
@@ -96,6 +97,21 @@ class Recorder:
         self._owns_store = store is None
         self.store = store if store is not None else _open_store(EventStore, db)
         self.lock = threading.RLock()
+        self._planners: OrderedDict[str, DecisionPlanner] = OrderedDict()
+
+    #: Traces whose decision planners are kept (least recently used go first): a planner
+    #: holds only its trace's undecided attempts, and one evicted is rebuilt from the log.
+    PLANNERS_KEPT = 64
+
+    def record_decisions(self, trace_id: str) -> list[int]:
+        """Append the trace's newly final decisions (call with ``lock`` held).  The plan is
+        caught up from the events this recorder has not read yet, outside the write
+        transaction; only the append itself takes the database's write lock."""
+        planner = self._planners.pop(trace_id, None) or DecisionPlanner(trace_id)
+        self._planners[trace_id] = planner
+        while len(self._planners) > self.PLANNERS_KEPT:
+            self._planners.popitem(last=False)
+        return record_decisions(self.store, trace_id, planner)
 
     def trace(self, trace_id: str, *, task: TaskRule | Mapping[str, Any] | None = None,
               profile: str | None = None, comparison: str | None = None,
@@ -363,7 +379,7 @@ class AttemptRecorder:
 
     def _decide(self) -> None:
         try:
-            record_decisions(self._rec.store, self.trace.trace_id)
+            self._rec.record_decisions(self.trace.trace_id)
         except StoreError as exc:
             self.failure = exc
             raise
