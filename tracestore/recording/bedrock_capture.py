@@ -9,7 +9,7 @@ botocore hands the application parsed events, decoded from the raw AWS event-str
 it reads from the connection.  ``record_bedrock`` registers two handlers on the client's
 event system: one keeps the call's settings (model id, inference configuration — never
 the messages), one wraps the raw body so the bytes are recorded exactly as botocore reads
-them.  The rules are those of ``httpx_capture``: a chunk is recorded when the next one is
+them.  The rules are those of ``httpx_capture`` (shared in ``body``): a chunk is recorded when the next one is
 read, closing the stream early (``response["stream"].close()``) records a local Stop, a
 read error drains ``reset`` (connection broke) or ``error`` with the exception class, and a
 recording failure never reaches the application (``recording.failures``).
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from tracestore.recording.httpx_capture import _Attempt, _Recording
+from tracestore.recording.body import BodyAttempt, BodyRecording
 
 _EVENT = "bedrock-runtime.ConverseStream"
 _CONTENT_PARAMS = frozenset({"messages", "system", "toolConfig", "promptVariables"})
@@ -34,23 +34,17 @@ def _broken_errors() -> tuple[type[BaseException], ...]:
     return (ProtocolError,)
 
 
-class _RecordingBody:
+class BodyRecordingBody:
     """Stands in for botocore's raw body: same ``stream``/``close``, bytes recorded."""
 
-    def __init__(self, raw: Any, attempt: _Attempt) -> None:
+    def __init__(self, raw: Any, attempt: BodyAttempt) -> None:
         self._raw, self._attempt = raw, attempt
 
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
-        try:
+        with self._attempt.reading():
             for chunk in self._raw.stream(*args, **kwargs):
                 self._attempt.received(chunk)
                 yield chunk
-        except GeneratorExit:
-            raise
-        except BaseException as exc:
-            self._attempt.broke(exc)
-            raise
-        self._attempt.ended()
 
     def close(self) -> None:
         self._attempt.closed_early()
@@ -60,7 +54,7 @@ class _RecordingBody:
         return getattr(self._raw, name)
 
 
-class BedrockRecording(_Recording):
+class BedrockRecording(BodyRecording):
     """The handlers registered on one client; ``attempts`` and ``failures`` as for httpx."""
 
     def __init__(self, trace: Any, background: bool = True) -> None:
@@ -78,9 +72,9 @@ class BedrockRecording(_Recording):
         if raw is None:  # an error response: nothing streamed
             return
         settings = context.get("tracestore_settings", {"endpoint": "converse-stream"})
-        attempt = self.track(_Attempt(self, "bedrock-converse-stream", "aws-eventstream",
+        attempt = self.track(BodyAttempt(self, "bedrock-converse-stream", "aws-eventstream",
                                       settings))
-        stream._raw_stream = _RecordingBody(raw, attempt)
+        stream._raw_stream = BodyRecordingBody(raw, attempt)
 
 
 def record_bedrock(client: Any, trace: Any, *, background: bool = True) -> BedrockRecording:

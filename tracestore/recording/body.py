@@ -1,0 +1,217 @@
+"""Recording a streamed response body as the application reads it: what every SDK
+wrapper shares (``httpx_capture`` for httpx/httpx2 clients, ``bedrock_capture`` for boto3).
+
+A wrapper hands each chunk to ``BodyAttempt.received`` as the application gets it and
+reads its inner body inside ``BodyAttempt.reading()``, which records how the body ended;
+``closed_early`` is the application closing it (its user's Stop).  ``BodyRecording`` is
+what one transport (or one boto3 client) shares between its attempts: the trace, the
+writer thread, the failures.  The rules (when a chunk is recorded, what each ending
+records, why a recording failure never reaches the application) are in the
+``httpx_capture`` docstring and docs/recording.md.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tracestore.errors import TracestoreError
+
+#: Recorder operations (chunks) that may wait for the writer thread before a new chunk
+#: blocks the application: bounds memory at QUEUE_ITEMS chunks when the store is slow.
+QUEUE_ITEMS = 1024
+
+
+class BodyAttempt:
+    """One recorded body: the recorder calls, each guarded so failures never reach the app.
+
+    All attempts of one transport share its lock: before an attempt is opened, the bytes
+    other attempts already handed to the application are recorded, so a retry's start comes
+    after everything the app had received from the old attempt (the T8 order, as lived).
+    """
+
+    def __init__(self, owner: BodyRecording, api: str, framing: str | None,
+                 settings: dict[str, Any]) -> None:
+        self.owner, self.api, self.framing, self.settings = owner, api, framing, settings
+        self.recorder: Any = None
+        self.pending: bytes | None = None
+        self.closing = False
+        self.finished = False
+        self.dead = False
+
+    def _guard(self, action: Callable[[], Any]) -> None:
+        if self.dead:
+            return
+        try:
+            action()
+        except TracestoreError as exc:  # recording failed: the app's stream goes on
+            self.dead = True
+            self.owner.failed(exc)
+
+    def _open(self) -> None:
+        if self.recorder is None:
+            self.owner.flush_others(self)
+            trace = self.owner.trace_for_attempt()
+            self.recorder = trace.attempt(api=self.api, framing=self.framing,
+                                          retry_of=self.owner.previous(trace),
+                                          request=self.settings)
+            self.owner.opened(trace, self.recorder)
+
+    def received(self, chunk: bytes) -> None:
+        """The app got ``chunk``.  In the background, it is queued for the writer now; in
+        the foreground, the one before it is recorded now (after the app had it)."""
+        chunk = bytes(chunk)
+        if self.owner.background:
+            self.owner.submit(lambda: self._guard(lambda: (self._open(),
+                                                           self.recorder.feed(chunk))))
+            return
+        with self.owner.lock:
+            previous, self.pending = self.pending, chunk
+            if previous:
+                self._guard(lambda: (self._open(), self.recorder.feed(previous)))
+
+    def flush(self) -> None:
+        """Record what the app already holds (called under the transport's lock)."""
+        if self.pending and not self.finished:
+            pending, self.pending = self.pending, None
+            self._guard(lambda: (self._open(), self.recorder.feed(pending)))
+
+    def _finish(self) -> bool:
+        if self.finished:
+            return False
+        self.flush()
+        self._guard(self._open)
+        self.finished = True
+        self.owner.live.discard(self)
+        return True
+
+    def _end(self, *actions: Callable[[], Any]) -> None:
+        """Finish once (the first ending wins), then run the recorder ``actions``."""
+        with self.owner.lock:
+            if self.closing:
+                return
+            self.closing = True
+
+        def finish() -> None:
+            if self._finish():
+                for action in actions:
+                    self._guard(action)
+
+        self.owner.submit(finish)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Wrap the loop over the inner body: its end is recorded as it happened — the
+        body's last byte, or the exception (which then reaches the application unchanged).
+        Closing the generator (the application stopped reading) is left to ``close``."""
+        try:
+            yield
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            self.broke(exc)
+            raise
+        self.ended()
+
+    def ended(self) -> None:
+        self._end(lambda: self.recorder.drain())
+
+    def broke(self, exc: BaseException) -> None:
+        detail = f"{type(exc).__name__}: {exc}"[:500]
+        outcome = "reset" if isinstance(exc, self.owner.broken) else "error"
+        self._end(lambda: self.recorder.drain(outcome, detail))
+
+    def closed_early(self) -> None:
+        self._end(lambda: self.recorder.stop(by="application"),
+                  lambda: self.recorder.drain(
+                      "eof", "closed by the application before the body ended"))
+
+
+class BodyRecording:
+    """What both transports share: the trace, the attempts opened, the failures seen."""
+
+    def __init__(self, trace: Any, broken: tuple[type[BaseException], ...],
+                 background: bool = True) -> None:
+        self.trace = trace
+        self.background = background
+        "Record in a writer thread (the app never waits for the store) or in the app's own."
+        self._queue: queue.Queue[Callable[[], Any] | None] = queue.Queue(QUEUE_ITEMS)
+        self._writer: threading.Thread | None = None
+        self.broken = (ConnectionError, *broken)
+        "Exceptions that mean the connection broke (drain ``reset``); others are ``error``."
+        self.attempts: list[Any] = []
+        "The ``AttemptRecorder`` of every recorded response, in the order they were opened."
+        self.failures: list[TracestoreError] = []
+        self.live: set[BodyAttempt] = set()
+        self.lock = threading.RLock()
+        self._last: dict[str, str] = {}
+
+    def submit(self, work: Callable[[], Any]) -> None:
+        """Run recorder ``work`` in order: queued for the writer thread, or right here."""
+        if not self.background:
+            with self.lock:
+                work()
+            return
+        with self.lock:
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._write_loop, daemon=True,
+                                                name="tracestore-recorder")
+                self._writer.start()
+        self._queue.put(work)  # blocks only when QUEUE_ITEMS chunks wait (bounded memory)
+
+    def _write_loop(self) -> None:
+        while True:
+            work = self._queue.get()
+            try:
+                if work is None:
+                    return
+                with self.lock:
+                    work()
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer silently
+                warnings.warn(f"tracestore: recorder writer error {exc!r}", RuntimeWarning)
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until everything the application received so far is recorded."""
+        if self.background:
+            self._queue.join()
+
+    def stop_writer(self) -> None:
+        self.flush()
+        if self._writer is not None and self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join(30)
+
+    def trace_for_attempt(self) -> Any:
+        """The trace a new attempt joins: the one given, or a fresh one from the factory."""
+        return self.trace() if callable(self.trace) else self.trace
+
+    def track(self, attempt: BodyAttempt) -> BodyAttempt:
+        with self.lock:
+            self.live.add(attempt)
+        return attempt
+
+    def flush_others(self, me: BodyAttempt) -> None:
+        for other in list(self.live):
+            if other is not me:
+                other.flush()
+
+    def previous(self, trace: Any) -> str | None:
+        return self._last.get(trace.trace_id)
+
+    def opened(self, trace: Any, attempt: Any) -> None:
+        self._last[trace.trace_id] = attempt.attempt_id
+        self.attempts.append(attempt)
+
+    def failed(self, exc: TracestoreError) -> None:
+        self.failures.append(exc)
+        warnings.warn(f"tracestore: recording stopped for this attempt ({exc}); the "
+                      "application's stream is unaffected", RuntimeWarning, stacklevel=3)
+
+
+__all__ = ["QUEUE_ITEMS", "BodyAttempt", "BodyRecording"]
