@@ -7,6 +7,11 @@ recorded / plain, and how long after the request the writer thread had recorded 
 figures depend on the machine (SQLite commits cost a disk sync each).
 
     .venv/bin/python bench/recorder.py [--rounds 20] [--capture PATH] [--db PATH]
+        [--pace-ms MS --server-chunk BYTES]
+
+By default the server sends the capture as fast as it can in 64 KiB chunks (the
+application reads a burst: the case where recording competes hardest with it).
+``--pace-ms 5 --server-chunk 2048`` paces the body as a provider generating tokens does.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--capture", type=Path, default=DEFAULT_CAPTURE)
     parser.add_argument("--db", type=Path, default=None)
+    parser.add_argument("--pace-ms", type=float, default=0.0,
+                        help="server waits this long between chunks (default 0: a burst)")
+    parser.add_argument("--server-chunk", type=int, default=CHUNK,
+                        help="bytes per chunk the server sends (default 65536)")
     args = parser.parse_args()
 
     import httpx2
@@ -52,7 +61,8 @@ def main() -> None:
     folder = tempfile.mkdtemp(prefix="ts-bench-recorder-")
     db = args.db or Path(folder) / "bench.db"
     with CaptureServer() as server, Recorder(f"sqlite:///{db}") as rec:
-        server.routes["/v1/responses"] = route_for(args.capture, chunk=CHUNK)
+        server.routes["/v1/responses"] = route_for(args.capture, chunk=args.server_chunk,
+                                                   pace=args.pace_ms / 1000)
         url = f"{server.url}/v1/responses"
         plain = httpx2.Client()
         counter = iter(range(10**9))
@@ -71,7 +81,9 @@ def main() -> None:
             settled.append(time.perf_counter() - start)
         assert not transport.failures, transport.failures
     size = args.capture.stat().st_size
-    print(f"capture {args.capture.name} ({size} bytes), {args.rounds} rounds, {CHUNK} B reads")
+    print(f"capture {args.capture.name} ({size} bytes), {args.rounds} rounds, {CHUNK} B reads"
+          f"; server sends {args.server_chunk} B chunks"
+          + (f" every {args.pace_ms:g} ms" if args.pace_ms else " as fast as it can"))
     medians = {}
     for mode, samples in times.items():
         wall = statistics.median(s[0] for s in samples)

@@ -9,6 +9,7 @@ bounded waits).  Used by the SDK-capture tests and ``bench/recorder.py``.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -29,6 +30,8 @@ class Route:
     release: threading.Event = field(default_factory=threading.Event)
     reached: threading.Event = field(default_factory=threading.Event)
     "Set when the body reached ``hold_at``."
+    pace: float = 0.0
+    "Seconds to wait between chunks (a provider producing tokens), 0: as fast as possible."
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".bin": "application/vnd.amazon.eventstream",
@@ -89,6 +92,8 @@ class CaptureServer:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.flush()
                     sent += len(piece)
+                    if route.pace:
+                        time.sleep(route.pace)
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 

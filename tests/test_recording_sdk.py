@@ -108,6 +108,33 @@ def test_anthropic_full_read_records_what_ingest_of_the_file_records(rec, server
     assert drained == ["clean"] and transport.failures == []
 
 
+def test_the_application_reads_on_while_the_writer_holds_the_store(rec, server) -> None:
+    """A commit in progress (the writer holding the transport's lock) never stops the
+    application's thread: it reads the whole body while the lock is held, and the bytes
+    are recorded once it is free.  (The app's thread used to take that lock per chunk.)"""
+    server.routes["/v1/responses"] = route_for(RESPONSES, chunk=64)
+    transport = RecordingTransport(rec.trace("q", task=PARIS))
+    client = openai_client(server, transport)
+    deltas: list[str] = []
+
+    def application() -> None:
+        for event in client.responses.create(model="gpt-4o", input="x", stream=True):
+            if event.type == "response.output_text.delta":
+                deltas.append(event.delta)
+
+    with transport.lock:  # as the writer does while it commits
+        reader = threading.Thread(target=application)
+        reader.start()
+        reader.join(30)
+        assert not reader.is_alive()  # finished while the store was busy
+    assert "".join(deltas) == "The capital of France is Paris."
+    transport.flush()
+    (attempt,) = transport.attempts
+    frames, expected = ingested(RESPONSES, PARIS)
+    assert frames_of(rec, attempt.attempt_id) == frames
+    assert attempt.decision().status == expected.status == "released"
+
+
 def test_openai_early_break_records_a_stop_where_the_app_stopped(rec, server) -> None:
     # The body waits at byte 2400 (after the first text delta) until the app has stopped,
     # so the SDK cannot have read the whole body ahead of the app.

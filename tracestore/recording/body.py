@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,15 @@ from tracestore.errors import TracestoreError
 #: Recorder operations (chunks) that may wait for the writer thread before a new chunk
 #: blocks the application: bounds memory at QUEUE_ITEMS chunks when the store is slow.
 QUEUE_ITEMS = 1024
+
+#: The writer thread starts on queued chunks once the application's reads pause this long
+#: (seconds): while a burst of chunks arrives, recording would compete with the
+#: application's own thread for the interpreter and delay every chunk it reads.
+QUIET_SECONDS = 0.02
+
+#: ... but it never lags the application by more than this (seconds), so a process that
+#: dies mid-stream has recorded all but at most this much of what it had received.
+MAX_LAG_SECONDS = 0.25
 
 
 class BodyAttempt:
@@ -86,12 +96,13 @@ class BodyAttempt:
         self.flush()
         self._guard(self._open)
         self.finished = True
-        self.owner.live.discard(self)
+        with self.owner.state_lock:
+            self.owner.live.discard(self)
         return True
 
     def _end(self, *actions: Callable[[], Any]) -> None:
         """Finish once (the first ending wins), then run the recorder ``actions``."""
-        with self.owner.lock:
+        with self.owner.state_lock:  # not ``lock``: the app's thread never waits for a commit
             if self.closing:
                 return
             self.closing = True
@@ -139,8 +150,16 @@ class BodyRecording:
         self.trace = trace
         self.background = background
         "Record in a writer thread (the app never waits for the store) or in the app's own."
-        self._queue: queue.Queue[Callable[[], Any] | None] = queue.Queue(QUEUE_ITEMS)
+        self._queue: queue.Queue[tuple[Callable[[], Any], float] | None] = \
+            queue.Queue(QUEUE_ITEMS)
         self._writer: threading.Thread | None = None
+        # ``state_lock`` guards the writer thread, ``live`` and each attempt's ``closing``
+        # and is never held while the store works; ``lock`` is held around every recorder
+        # call (commits).  In the background the application's thread takes only the first,
+        # so it never waits for a commit.
+        self.state_lock = threading.Lock()
+        self._last_put = 0.0
+        self._urgent = threading.Event()
         self.broken = (ConnectionError, *broken)
         "Exceptions that mean the connection broke (drain ``reset``); others are ``error``."
         self.attempts: list[Any] = []
@@ -156,19 +175,22 @@ class BodyRecording:
             with self.lock:
                 work()
             return
-        with self.lock:
+        with self.state_lock:
             if self._writer is None or not self._writer.is_alive():
                 self._writer = threading.Thread(target=self._write_loop, daemon=True,
                                                 name="tracestore-recorder")
                 self._writer.start()
-        self._queue.put(work)  # blocks only when QUEUE_ITEMS chunks wait (bounded memory)
+        self._last_put = now = time.monotonic()
+        self._queue.put((work, now))  # blocks only when QUEUE_ITEMS wait (bounded memory)
 
     def _write_loop(self) -> None:
         while True:
-            work = self._queue.get()
+            item = self._queue.get()
             try:
-                if work is None:
+                if item is None:
                     return
+                work, queued_at = item
+                self._wait_for_a_pause(queued_at)
                 with self.lock:
                     work()
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer silently
@@ -176,10 +198,24 @@ class BodyRecording:
             finally:
                 self._queue.task_done()
 
+    def _wait_for_a_pause(self, queued_at: float) -> None:
+        """Hold back until the application's reads pause (``QUIET_SECONDS``), the oldest
+        waiting chunk is ``MAX_LAG_SECONDS`` old, half the queue is full, or ``flush``."""
+        while not self._urgent.is_set():
+            now = time.monotonic()
+            if (now - self._last_put >= QUIET_SECONDS or now - queued_at >= MAX_LAG_SECONDS
+                    or self._queue.qsize() >= QUEUE_ITEMS // 2):
+                return
+            self._urgent.wait(QUIET_SECONDS / 4)
+
     def flush(self) -> None:
         """Wait until everything the application received so far is recorded."""
         if self.background:
-            self._queue.join()
+            self._urgent.set()  # no point holding back: the caller is waiting
+            try:
+                self._queue.join()
+            finally:
+                self._urgent.clear()
 
     def stop_writer(self) -> None:
         self.flush()
@@ -192,12 +228,14 @@ class BodyRecording:
         return self.trace() if callable(self.trace) else self.trace
 
     def track(self, attempt: BodyAttempt) -> BodyAttempt:
-        with self.lock:
+        with self.state_lock:
             self.live.add(attempt)
         return attempt
 
     def flush_others(self, me: BodyAttempt) -> None:
-        for other in list(self.live):
+        with self.state_lock:
+            others = list(self.live)
+        for other in others:
             if other is not me:
                 other.flush()
 
