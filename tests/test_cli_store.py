@@ -200,7 +200,7 @@ def test_a_second_task_for_an_existing_trace_is_refused(tmp_path: Path, db_file:
 
 def test_events_json_streams_in_batches_and_the_table_pages(
         db_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tracestore.cli.store_cmds as cmds
+    import tracestore.cli.log_cmds as cmds
     from tracestore.store.log import EventStore as Store
 
     run("ingest", str(S1), "--attempt", "s1", db=db_file)

@@ -13,7 +13,7 @@ from tracestore.cli.help import install as install_help
 # Command modules, in help order.  A module that is not present yet is skipped so the CLI
 # keeps working while features land one at a time.
 _COMMAND_MODULES = (
-    "store_cmds", "bulk_cmds", "checkpoint_cmds", "release_cmds", "review_cmds",
+    "store_cmds", "log_cmds", "bulk_cmds", "checkpoint_cmds", "release_cmds", "review_cmds",
     "recording_cmds", "contract_cmds", "agent_cmds", "report_cmds", "export_cmds",
 )
 

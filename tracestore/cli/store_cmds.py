@@ -1,8 +1,7 @@
-"""Store commands: init, ingest, events, attempts, verify."""
+"""Store commands that write: init, ingest (reading commands are in ``log_cmds``)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,23 +18,18 @@ from tracestore.cli.common import (
     app,
     console,
     emit_json,
-    emit_json_line,
     handles_errors,
     open_store,
     term_text,
-    trace_of_attempt,
 )
-from tracestore.errors import ChainBroken, InputError, NotFound
+from tracestore.errors import InputError
 
 # Heavy modules (SQLAlchemy, the pydantic event models, the decoders) are imported inside
 # the commands that use them, so `tracestore --help` and `--version` start fast.
 if TYPE_CHECKING:
-    from tracestore.events import StoredEvent, TaskRule
+    from tracestore.events import TaskRule
     from tracestore.ingest import IngestPlan
     from tracestore.store.log import AppendResult, EventStore, WriteView
-
-# The events table stops here (a table of a million rows helps nobody); --json streams all.
-TABLE_MAX_ROWS = 1000
 
 # Captures are read whole (they are bodies of one response); anything larger than this is
 # refused up front instead of exhausting memory.
@@ -294,165 +288,3 @@ def decode_progress(name: str, total: int, *, quiet: bool) -> Iterator[Callable[
     with Progress(*columns, console=err_console, transient=True) as bar:
         task_id = bar.add_task(safe_text(name), total=total)
         yield lambda done: bar.update(task_id, completed=done)
-
-
-def event_summary(stored: StoredEvent, width: int = 70) -> str:
-    """One line saying what an event holds, for tables (callers escape it)."""
-    event = stored.event
-    kind = stored.type
-    if kind == "frame.received":
-        native = json.dumps(event.native, ensure_ascii=False, separators=(",", ":"))
-        kinds = ",".join(event.kinds)
-        return f"[{kinds}] {native}"[:width]
-    if kind == "transport.drained":
-        return f"outcome={event.outcome}" + (f" ({event.detail})" if event.detail else "")
-    if kind == "release.decided":
-        return f"{event.status} eligible={event.eligible} {','.join(event.reasons)}"
-    fields = event.model_dump(exclude={"type", "attempt_id", "trace_id"}, exclude_none=True)
-    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"))[:width]
-
-
-def stored_to_dict(stored: StoredEvent) -> dict[str, Any]:
-    return {
-        "position": stored.position, "id": stored.id, "stream": stored.stream,
-        "version": stored.version, "type": stored.type,
-        "schema_version": stored.schema_version,
-        "recorded_at": stored.recorded_at.isoformat(), "trace_id": stored.trace_id,
-        "hash": stored.hash, "payload": stored.event.model_dump(mode="json"),
-    }
-
-
-def _check_names(store: EventStore, attempt: str | None, trace: str | None) -> None:
-    """A filter naming an attempt or trace that does not exist is an error, as in ``audit``
-    (an empty table would read as "that attempt has no events")."""
-    if attempt is not None:
-        trace_of_attempt(store, attempt)
-    if trace is not None and not store.read(trace_id=trace, limit=1):
-        raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
-                       trace_id=trace)
-
-
-@app.command()
-@handles_errors
-def events(
-    attempt: Annotated[Optional[str], typer.Option(help="Only this attempt's events.")] = None,
-    trace: Annotated[Optional[str], typer.Option(help="Only this trace's events.")] = None,
-    after: Annotated[int, typer.Option(min=0, help="Only events after this position.")] = 0,
-    limit: Annotated[Optional[int], typer.Option(min=1, help="At most this many events.")] = None,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """List events in global order: a table for people, JSON lines with --json.
-
-    JSON lines stream in batches (memory stays bounded on any store); the table shows at
-    most 1000 events and says how to page on.
-    """
-    filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
-    with open_store(db, create=False) as store:
-        _check_names(store, attempt, trace)
-        if as_json:
-            for stored in store.iter_events(limit=limit, **filters):
-                emit_json_line(stored_to_dict(stored))
-            return
-        shown = min(limit, TABLE_MAX_ROWS) if limit else TABLE_MAX_ROWS
-        rows = store.read(limit=shown + 1, **filters)
-    more = len(rows) > shown
-    rows = rows[:shown]
-    from rich.table import Table
-
-    from tracestore.cli.tables import rest_width, token_column
-
-    table = Table(title=f"{len(rows)} events" + (" (more follow)" if more else ""))
-    widths = [max(3, len(str(rows[-1].position)) if rows else 3),
-              max([6, *(len(r.stream) for r in rows)]), 3, max([4, *(len(r.type) for r in rows)])]
-    table.add_column("pos", justify="right", no_wrap=True)
-    token_column(table, "stream", [r.stream for r in rows])
-    table.add_column("ver", justify="right", no_wrap=True, min_width=3)
-    token_column(table, "type", [r.type for r in rows])
-    # One line per event: the summary is cut with … (--json prints it whole).
-    table.add_column("what", no_wrap=True, overflow="ellipsis", max_width=rest_width(widths, 5))
-    for stored in rows:
-        table.add_row(str(stored.position), term_text(stored.stream), str(stored.version),
-                      stored.type, term_text(event_summary(stored),
-                                             json_quoted=stored.type == "frame.received"))
-    console.print(table)
-    if more:
-        console.print(term_text(f"more events follow: --after {rows[-1].position} shows the "
-                                "next ones; --json streams them all", "dim"))
-
-
-@app.command()
-@handles_errors
-def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List attempts with their trace, API and event counts."""
-    with open_store(db, create=False) as store:
-        listing = store.attempt_summaries()
-    if as_json:
-        emit_json({"attempts": listing})
-        return
-    from rich.table import Table
-
-    from tracestore.cli.tables import token_column
-
-    table = Table(title=f"{len(listing)} attempts")
-    token_column(table, "attempt", [r["attempt_id"] for r in listing])
-    token_column(table, "trace", [r["trace_id"] or "" for r in listing])
-    table.add_column("api", overflow="ellipsis")
-    table.add_column("events", justify="right", no_wrap=True)
-    table.add_column("first pos", justify="right", no_wrap=True)
-    for row in listing:
-        table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
-                      term_text(row["api"] or ""), str(row["events"]),
-                      str(row["first_position"]))
-    console.print(table)
-
-
-#: What the head hash is, said where it is shown: it covers recording times, so two stores
-#: holding the same events show different heads (only an exact export/import keeps it).
-HEAD_HASH_NOTE = ("the head hash chains every event with the time it was recorded: it names "
-                  "this log, and another store holding the same events has another one")
-
-
-@app.command()
-@handles_errors
-def verify(
-    checkpoint: Annotated[Optional[Path], typer.Option(
-        help="A signed head from `tracestore checkpoint`: also prove the log still extends "
-             "it (no tail deleted, nothing rewritten and re-hashed, no fork).")] = None,
-    key: Annotated[Optional[Path], typer.Option(
-        "--key", help="The checkpoint's public (or private) key file. Default: the PEM text "
-                      "in $TRACESTORE_CHECKPOINT_KEY.")] = None,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Recompute the hash chain and re-hash stored captures; exit non-zero naming the first
-    broken position."""
-    expected = None
-    if checkpoint is not None:
-        from tracestore.store import checkpoint as ck
-        from tracestore.store.verify import Expected
-
-        signed = ck.read_checkpoint(checkpoint)
-        ck.check_signature(signed, key)
-        expected = Expected(signed.position, signed.hash)
-    with open_store(db, create=False) as store:
-        result = store.verify(expected=expected)
-    if as_json:
-        emit_json({"ok": result.ok, "count": result.count,
-                   "first_broken_position": result.first_broken_position,
-                   "reason": result.reason, "head_hash": result.head_hash,
-                   "captures_checked": result.captures_checked,
-                   "checkpoint_position": result.checkpoint_position})
-        if not result.ok:
-            raise typer.Exit(ChainBroken.exit_code)
-        return
-    if result.ok:
-        anchored = (f", extends the signed head at position {result.checkpoint_position}"
-                    if result.checkpoint_position is not None else "")
-        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}")
-        console.print(term_text(HEAD_HASH_NOTE, "dim"))
-        return
-    assert result.first_broken_position is not None
-    raise ChainBroken(f"chain broken at position {result.first_broken_position}: "
-                      f"{result.reason} ({result.count} events verified before it)",
-                      position=result.first_broken_position)
