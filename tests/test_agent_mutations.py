@@ -72,3 +72,38 @@ def test_cli_audit_reports_the_unissued_read_with_positions(db_file: Path) -> No
     assert run("audit", "--strict", db=db_file)[0] == 1
     code, out, _ = run("release", "overwrite-agent-1--unissued-read", "--json", db=db_file)
     assert json.loads(out)["status"] == "held"
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_audit_of_a_long_run_id_reads_at_any_width(tmp_path: Path, columns: int) -> None:
+    """A mutated run's id is long (32 characters): at 80 columns the violations become one
+    block each instead of a table whose message column has no room left; every line fits,
+    every code, id and message is shown whole."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    env = {**os.environ, "COLUMNS": str(columns), "TRACESTORE_DB": str(tmp_path / "s.db")}
+
+    def cli(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "tracestore", *args], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    cli("ingest", str(OUT / "unissued-read.json"))
+    out = cli("audit")
+    assert all(len(line) <= columns for line in out.splitlines())
+    flat = " ".join(re.sub(r"[│┃]", " ", out).split())
+    findings = run_of(_load("unissued-read"))[1].findings
+    assert len(findings) == 5
+    for f in findings:
+        assert f.message in flat, f.message
+    tokens = re.findall(r"[#a-z0-9_-]+", out)
+    assert tokens.count("overwrite-agent-1--unissued-read") >= 5
+    if columns == 80:
+        assert [t for t in tokens if t.startswith("#")] == [
+            "#11", "#12", "#15", "#16", "#16"]
+        assert "#11 admission_disagreement (overwrite-agent-1--unissued-read, admission)" \
+            in out.splitlines()

@@ -45,6 +45,8 @@ class Grade:
     mismatches: tuple[str, ...]
     "Computed checks that differ from the recorded ones."
     admission_agrees: bool
+    question: str = ""
+    "The run's question (the fixed path's one search is the question itself)."
 
     def to_dict(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "trial": self.trial, "case_id": self.case_id,
@@ -108,7 +110,8 @@ def grade(run: RunRecord, case: Mapping[str, Any] | None,
                        and recorded[k] != checks[k])
     return Grade(run.attempt_id, run.label, run.opened.case_id, run.mode, run.opened.repeat,
                  admission.status, admission.reason, admission.usage.get("model_calls", 0),
-                 checks, not_computed, recorded, mismatches, admission.agrees)
+                 checks, not_computed, recorded, mismatches, admission.agrees,
+                 run.opened.question)
 
 
 def summary(grades: Sequence[Grade]) -> dict[str, dict[str, int]]:

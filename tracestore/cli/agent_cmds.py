@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -124,6 +125,7 @@ def grade(
         emit_json(result)
         return
     console.print(_grade_table(grades))
+    console.print(_trajectory_table(grades))
     _print_summary(grades, result["summary"], result["recorded_summary"], bool(cases))
 
 
@@ -135,28 +137,78 @@ def _check_cell(grade: Any) -> Text:
     return Text(checks["outcome"], style=style)
 
 
+def _plain_table(title: str) -> Table:
+    """No vertical rules, two spaces between columns: seed 001's columns fit 80 columns with
+    every code and case id whole (a boxed table needs 86 for the same cells)."""
+    return Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 collapse_padding=True)
+
+
+def _run_columns(table: Table) -> None:
+    table.add_column("case", no_wrap=True)
+    table.add_column("#", no_wrap=True, justify="right")
+    table.add_column("path", no_wrap=True)
+
+
+def _run_cells(g: Any) -> tuple[Text, str, str]:
+    return (term_text(g.case_id or g.trial), "—" if g.repeat is None else str(g.repeat),
+            g.mode)
+
+
 def _grade_table(grades: list[Any]) -> Table:
-    table = Table(title=f"{len(grades)} agent runs graded")
-    for column in ("case / repeat", "path", "expected sources read", "answer fixture",
-                   "stop reason", "model calls", "queries", "refined", "within limits",
-                   "recorded checks"):
-        table.add_column(column, overflow="fold")
+    """Seed 001's table (case / repeat, path, expected sources read, answer fixture, stop
+    reason), computed from the re-derivation; model calls are in the trajectory table."""
+    runs = f"{len(grades)} agent run{'' if len(grades) == 1 else 's'}"
+    table = _plain_table(f"{runs} graded")
+    _run_columns(table)
+    narrow = console.width < 100  # headers over two or three lines, so codes stay whole
+    table.add_column("expected sources read", max_width=9 if narrow else None)
+    table.add_column("answer fixture", max_width=12 if narrow else None)
+    table.add_column("stop reason", no_wrap=True)
     for g in grades:
-        checks = g.checks
-        retrieval = checks.get("retrieval_targets_read", "?")
-        traj = checks["trajectory"]
-        oracle = ("—" if g.recorded is None else "equal" if not g.mismatches
-                  else "DIFFER: " + ", ".join(g.mismatches))
+        retrieval = g.checks.get("retrieval_targets_read", "?")
         table.add_row(
-            term_text(f"{g.case_id or g.trial} / {g.repeat if g.repeat is not None else '—'}"),
-            g.mode,
+            *_run_cells(g),
             "No target" if retrieval is None else ("—" if retrieval == "?" else
                                                   str(retrieval).lower()),
-            _check_cell(g), term_text(g.reason or g.status), str(g.model_calls),
-            str(len(traj["queries"])), "yes" if traj["refined"] else "no",
-            "yes" if traj["within_limits"] else "NO",
+            _check_cell(g), term_text(g.reason or g.status))
+    return table
+
+
+def _queries(g: Any) -> Text:
+    """Each search query on its line; the fixed path's one search is the question itself."""
+    queries = g.checks["trajectory"]["queries"]
+    if not queries:
+        return Text("—", style="dim")
+    return Text("\n").join(Text("(the question)", style="dim") if q == g.question
+                           else term_text(f'"{q}"' if isinstance(q, str) else str(q))
+                           for q in queries)
+
+
+def _trajectory_table(grades: list[Any]) -> Table:
+    """The trajectory checks (model calls, queries, refined, within limits) and whether the
+    checks the run recorded equal the re-derived ones."""
+    table = _plain_table("trajectories")
+    _run_columns(table)
+    narrow = console.width < 100
+    table.add_column("model calls", justify="right", max_width=5 if narrow else None)
+    table.add_column("queries", ratio=1, overflow="fold")
+    table.add_column("refined", no_wrap=True)
+    table.add_column("within limits", max_width=6 if narrow else None)
+    table.add_column("recorded checks", max_width=8 if narrow else None)
+    for g in grades:
+        traj = g.checks["trajectory"]
+        oracle = "—" if g.recorded is None else "equal" if not g.mismatches else "DIFFER"
+        table.add_row(
+            *_run_cells(g), str(g.model_calls), _queries(g), "yes" if traj["refined"] else "no",
+            "yes" if traj["within_limits"] else Text("NO", style="red"),
             Text(oracle, style="green" if oracle == "equal" else "red" if g.mismatches else ""))
     return table
+
+
+def _note(text: str, style: str) -> None:
+    """A note under the tables, wrapped between words at the terminal's width."""
+    console.print(term_text(text, style), soft_wrap=False)
 
 
 def _print_summary(grades: list[Any], computed: dict[str, Any], recorded: dict[str, Any],
@@ -167,15 +219,18 @@ def _print_summary(grades: list[Any], computed: dict[str, Any], recorded: dict[s
         if mode in recorded:
             line += " (recorded: " + ("same" if recorded[mode] == counts else
                                       ", ".join(f"{v} {k}" for k, v in recorded[mode].items())) + ")"
-        console.print(term_text(line, "bold"))
+        _note(line, "bold")
     missing = sorted({c for g in grades for c in g.not_computed})
     if missing:
         why = ("no --cases file was given" if not had_cases
                else "the cases file has no case for some runs")
-        console.print(term_text(f"not computed: {', '.join(missing)} ({why}); the trajectory "
-                                "checks above need no case", "yellow"))
+        _note(f"not computed: {', '.join(missing)} ({why}); the trajectory checks need no "
+              "case", "yellow")
+    for g in grades:
+        if g.mismatches:
+            _note(f"{g.trial}: recorded checks differ from the re-derived ones in "
+                  f"{', '.join(g.mismatches)}", "red")
     disagreeing = [g.trial for g in grades if not g.admission_agrees]
     if disagreeing:
-        console.print(term_text("re-derived admission disagrees with the recorded run for "
-                                f"{', '.join(disagreeing)} (tracestore audit lists the findings)",
-                                "red"))
+        _note("re-derived admission disagrees with the recorded run for "
+              f"{', '.join(disagreeing)} (tracestore audit lists the findings)", "red")

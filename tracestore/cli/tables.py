@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 CELL_CHARS = 60
 #: Hex digits of a sha256 shown in tables and messages.
 HASH_CHARS = 16
+#: Below this width for its messages, the violations table becomes one block per violation.
+MIN_MESSAGE_CHARS = 24
 
 
 def short_hash(sha256: str) -> str:
@@ -98,15 +100,19 @@ def destinations_table(report: AuditReport) -> Table:
     token_column(table, "status", [a.decision.status for a in report.attempts])
     token_column(table, "dest.", ANSWER_DESTINATIONS)
     token_column(table, "pos", positions, justify="right")
-    table.add_column("sha256", no_wrap=True, min_width=HASH_CHARS)
-    fixed = [max(map(len, ids + ["attempt"])), 8, 7, max(map(len, positions + ["pos"])),
-             HASH_CHARS]
-    table.add_column("text", overflow="ellipsis", no_wrap=True, max_width=rest_width(fixed, 6))
+    written = positions != ["—"]
+    if written:  # without any write, the hash and text columns would only hold dashes
+        table.add_column("sha256", no_wrap=True, min_width=HASH_CHARS)
+        fixed = [max(map(len, ids + ["attempt"])), 8, 7, max(map(len, positions + ["pos"])),
+                 HASH_CHARS]
+        table.add_column("text", overflow="ellipsis", no_wrap=True,
+                         max_width=rest_width(fixed, 6))
     for a in report.attempts:
         writes = [(name, e) for name in ANSWER_DESTINATIONS for e in a.destinations[name]]
         status = Text(a.decision.status, style="green" if a.decision.eligible else "red")
         if not writes:
-            table.add_row(term_text(a.attempt_id), status, *[Text("—", style="dim")] * 4)
+            table.add_row(term_text(a.attempt_id), status,
+                          *[Text("—", style="dim")] * (4 if written else 2))
         for name, e in writes:
             style = "bold red" if (e.position, name) in bad else ""
             table.add_row(term_text(a.attempt_id), status, Text(name, style=style),
@@ -119,16 +125,38 @@ def print_violations(report: AuditReport) -> None:
     if not report.violations:
         console.print(Text("no violations", style="green"))
         return
-    table = Table(title=f"{len(report.violations)} violations", title_style="bold red")
+    title = f"{len(report.violations)} violations"
+    codes = [v.code for v in report.violations]
+    ids = [v.attempt_id for v in report.violations]
+    dests = [v.destination for v in report.violations]
+    fixed = [max(len(str(v.position)) for v in report.violations), *(
+        max(map(len, [*column, header])) for column, header in
+        ((codes, "code"), (ids, "attempt"), (dests, "dest.")))]
+    if rest_width(fixed, 5, minimum=0) < MIN_MESSAGE_CHARS:
+        _violation_blocks(report, title)  # long ids: a table would leave the messages no room
+        return
+    table = Table(title=title, title_style="bold red")
     table.add_column("pos", justify="right", no_wrap=True)
-    token_column(table, "code", [v.code for v in report.violations])
-    token_column(table, "attempt", [v.attempt_id for v in report.violations])
-    token_column(table, "dest.", [v.destination for v in report.violations])
+    token_column(table, "code", codes)
+    token_column(table, "attempt", ids)
+    token_column(table, "dest.", dests)
     table.add_column("what", overflow="fold", ratio=1)
     for v in report.violations:
         table.add_row(str(v.position), Text(v.code, style="red"), term_text(v.attempt_id),
                       v.destination, term_text(v.message))
     console.print(table)
+
+
+def _violation_blocks(report: AuditReport, title: str) -> None:
+    """One block per violation: position, code, attempt and destination on one line, the
+    message indented below (wrapped at the terminal's width)."""
+    from rich.padding import Padding
+
+    console.print(Text(title, style="bold red"))
+    for v in report.violations:
+        console.print(Text.assemble(f"#{v.position} ", (v.code, "red"), " ",
+                                    term_text(f"({v.attempt_id}, {v.destination})")))
+        console.print(Padding(term_text(v.message), (0, 0, 0, 4)), soft_wrap=False)
 
 
 def timeline(events: Sequence[StoredEvent], trace_id: str,
