@@ -107,3 +107,69 @@ def test_audit_of_a_long_run_id_reads_at_any_width(tmp_path: Path, columns: int)
             "#11", "#12", "#15", "#16", "#16"]
         assert "#11 admission_disagreement (overwrite-agent-1--unissued-read, admission)" \
             in out.splitlines()
+
+
+# Where each finding points, written by hand from each change: the verdict of decision N
+# (which the re-derivation does not share), the observation N no admitted decision asked
+# for, or the run's finish (outcome, usage).  Audit positions must name exactly these events.
+AT = {
+    "altered-quote": [("admission_disagreement", "verdict 2"),
+                      ("outcome_disagreement", "finish")],
+    "unissued-read": [("admission_disagreement", "verdict 1"),
+                      ("unadmitted_observation", "observation 1"),
+                      ("admission_disagreement", "verdict 2"),
+                      ("outcome_disagreement", "finish"), ("usage_disagreement", "finish")],
+    "duplicate-query": [("admission_disagreement", "verdict 3"),
+                        ("unadmitted_observation", "observation 3"),
+                        ("admission_disagreement", "verdict 4"),
+                        ("unadmitted_observation", "observation 4"),
+                        ("admission_disagreement", "verdict 5"),
+                        ("outcome_disagreement", "finish"), ("usage_disagreement", "finish")],
+    "search-limit": [("admission_disagreement", "verdict 3"),
+                     ("unadmitted_observation", "observation 3"),
+                     ("admission_disagreement", "verdict 4"),
+                     ("outcome_disagreement", "finish"), ("usage_disagreement", "finish")],
+    "unknown-action": [("admission_disagreement", "verdict 0"),
+                       ("admission_disagreement", "verdict 1"),
+                       ("admission_disagreement", "verdict 2"),
+                       ("unadmitted_observation", "observation 0"),
+                       ("unadmitted_observation", "observation 1"),
+                       ("outcome_disagreement", "finish"), ("usage_disagreement", "finish")],
+    "answer-without-citations": [("admission_disagreement", "verdict 2"),
+                                 ("outcome_disagreement", "finish")],
+    "deadline-passed": [("admission_disagreement", "verdict 2"),
+                        ("outcome_disagreement", "finish")],
+    "changed-read": [("admission_disagreement", "verdict 2"),
+                     ("outcome_disagreement", "finish"), ("usage_disagreement", "finish")],
+    "fourth-search": [("admission_disagreement", "verdict 4"),
+                      ("unadmitted_observation", "observation 4"),
+                      ("outcome_disagreement", "finish")],
+    "shell-only": [("admission_disagreement", "verdict 0"),
+                   ("admission_disagreement", "verdict 1"),
+                   ("admission_disagreement", "verdict 2"),
+                   ("unadmitted_observation", "observation 0"),
+                   ("unadmitted_observation", "observation 1"),
+                   ("outcome_disagreement", "finish"), ("usage_disagreement", "finish")],
+}
+
+
+def _what(stored: object) -> str:
+    event = stored.event  # type: ignore[attr-defined]
+    if stored.type == "model.decision" and event.stage != "proposed":  # type: ignore[attr-defined]
+        return f"verdict {event.index}"
+    if stored.type == "tool.observed":  # type: ignore[attr-defined]
+        return f"observation {event.index}"
+    if stored.type == "run.finished":  # type: ignore[attr-defined]
+        return "finish"
+    return stored.type  # type: ignore[attr-defined]
+
+
+def test_every_mutation_has_a_stated_position() -> None:
+    assert sorted(AT) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_audit_positions_name_the_changed_facts(name: str) -> None:
+    events = events_of(_load(name))
+    at = {e.position: e for e in events}
+    assert [(v.code, _what(at[v.position])) for v in audit(events).violations] == AT[name]
