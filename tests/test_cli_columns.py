@@ -103,3 +103,41 @@ def test_templates_listing_keeps_words_and_sentences_whole(tmp_path: Path) -> No
     flat = " ".join(re.sub(r"[│┃]", " ", out).split())
     # The deriver's whole first paragraph, not its first source line.
     assert "UNKNOWN when neither the trace nor the bytes say anything about the source." in flat
+
+
+OLD_ID = "application-question-0042-attempt-old-with-a-long-id"
+NEW_ID = "application-question-0042-attempt-new-with-a-long-id"
+TRACE_ID = "customer-support-question-0042-from-the-web-app"
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_task_and_destination_read_at_any_width(tmp_path: Path, columns: int) -> None:
+    db = tmp_path / "store.db"
+    real = REPO / "fixtures" / "real"
+    cli(db, columns, "ingest", str(real / "anthropic" / "text-basic.sse"), "--attempt", OLD_ID,
+        "--trace", TRACE_ID, "--stop-after-byte", "700")
+    cli(db, columns, "ingest", str(OPENAI), "--attempt", NEW_ID, "--trace", TRACE_ID,
+        "--retry-of", OLD_ID)
+    task = cli(db, columns, "task", TRACE_ID, "--task",
+               str(REPO / "fixtures" / "tasks" / "paris.json"))
+    answer = tmp_path / "answer.txt"
+    answer.write_text("The capital of France is Paris.", encoding="utf-8")
+    shown = cli(db, columns, "destination", NEW_ID, "history", "--text-file", str(answer),
+                "--readback")
+    for out in (task, shown):
+        assert all(len(line) <= columns for line in out.splitlines()), out
+    # Every word whole (ids, codes, "sha256 <hash>", "position N"), in the order written.
+    assert " ".join(task.split()) == (
+        f"trace {TRACE_ID}: task rule version 2 at position 33; 2 decisions recorded under "
+        f"it {OLD_ID}: stopped (local_stop_before_release) {NEW_ID}: released "
+        "(normal_native_ending, clean_drain, semantic_accepted)")
+    digest = hashlib.sha256(answer.read_bytes()).hexdigest()[:16]
+    assert " ".join(shown.split()) == (
+        f"recorded: 31 characters read back from history for attempt {NEW_ID} "
+        f"(sha256 {digest}) at position 37")
+    assert f"(sha256 {digest})" in shown and "position 37" in shown
+    if columns == 80:  # a reason list continues under its attempt, indented deeper
+        assert task.splitlines()[2:4] == [f"  {OLD_ID}: stopped",
+                                          "      (local_stop_before_release)"]
+    else:
+        assert len(task.splitlines()) == 3 and len(shown.splitlines()) == 1

@@ -183,6 +183,37 @@ def test_an_unreachable_database_is_a_store_error_at_open(tmp_path: Path) -> Non
     assert caught.value.exit_code == 3
 
 
+def test_a_database_failing_mid_stream_raises_typed_errors_and_keeps_a_clean_prefix(
+        rec: Recorder, monkeypatch) -> None:
+    """The documented choice for the API: the application is told (a ``StoreError`` from
+    the call that failed, ``recording_failed`` from every later one) and decides; the bytes
+    it fed are its own and untouched; the log keeps the prefix recorded before."""
+    data = (REAL / "openai-responses/text-gpt-4o.sse").read_bytes()
+    attempt = rec.trace("t").attempt("a", api="openai-responses")
+    attempt.feed(data[:1000])
+    recorded = count(rec)
+
+    def unreachable(*args, **kwargs):
+        raise StoreError("cannot reach the database", code="database_unavailable")
+
+    monkeypatch.setattr(rec.store, "append", unreachable)
+    piece = data[1000:2000]
+    with pytest.raises(StoreError) as failed:
+        attempt.feed(piece)
+    assert (failed.value.code, failed.value.exit_code) == ("database_unavailable", 3)
+    assert piece == data[1000:2000]
+    monkeypatch.undo()  # the database is back; this attempt still refuses, in every call
+    for call in (lambda: attempt.feed(data[2000:]), attempt.stop, attempt.drain,
+                 lambda: attempt.destination("ui", "x")):
+        with pytest.raises(StoreError) as refused:
+            call()
+        assert refused.value.code == "recording_failed"
+    assert count(rec) == recorded
+    decision = attempt.decision()
+    assert (decision.status, decision.decided_at_position) == ("pending", None)
+    assert rec.store.verify().ok
+
+
 # -- crash safety ------------------------------------------------------------------------------
 
 _KILLED_WRITER = """

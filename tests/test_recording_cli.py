@@ -228,3 +228,36 @@ def test_scenarios_are_checked_against_the_published_schema(db_file: Path, tmp_p
     code, _, err = run("replay", str(missing), db=db_file)
     assert code == 2 and "file_not_found" in err
     assert count_events(db_file) == 0
+
+
+def test_capture_steps_that_would_replay_as_something_else_are_refused(
+        db_file: Path, tmp_path: Path) -> None:
+    old = str(TEXT_BASIC)
+    size = TEXT_BASIC.stat().st_size
+    opened = {"open": "r1", "attempt": "a", "api": "anthropic-messages"}
+    cases = [
+        ([{**opened, "api": "openai-responses"}, {"reader": "r1", "capture": old}],
+         f"steps/1: capture {old} holds anthropic-messages events, but reader 'r1' was "
+         "opened for openai-responses"),
+        ([opened, {"reader": "r2", "capture": old}],
+         "steps/1: reader 'r2' is used before it is opened"),
+        ([opened, {"reader": "r1", "capture": old, "until_byte": size + 1}],
+         f"steps/1: until_byte {size + 1} is past the end of capture {old} ({size} bytes)"),
+        ([opened, {"reader": "r1", "capture": old, "until_byte": 900},
+          {"reader": "r1", "capture": old, "until_byte": 300}],
+         f"steps/2: until_byte 300 goes back: reader 'r1' already played capture {old} up "
+         "to byte 900"),
+        ([opened, {"reader": "r1", "capture": old},
+          {"reader": "r1", "capture": old, "until_byte": 10}],
+         f"steps/2: until_byte 10 goes back: reader 'r1' already played capture {old} up "
+         f"to byte {size}"),
+        # An error found after the capture steps were expanded names the author's step 2,
+        # not the position among the 10 event steps the capture became.
+        ([opened, {"reader": "r1", "capture": old}, {"open": "r1", "attempt": "b",
+                                                     "api": "anthropic-messages"}],
+         "step 2: reader 'r1' is opened twice"),
+    ]
+    for steps, message in cases:
+        code, _, err = run("replay", str(_scenario(tmp_path, steps)), db=db_file)
+        assert (code, " ".join(err.split())) == (2, f"error[invalid_scenario]: {message}")
+    assert count_events(db_file) == 0

@@ -6,16 +6,33 @@ that became final, print one line.  The library side is ``tracestore.recording``
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from rich.text import Text
 
 from tracestore.cli.common import (
-    DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
+    DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, safe_text,
     trace_of_attempt,
 )
 from tracestore.errors import InputError
+
+
+#: Joins words the wrapping must keep on one line ("position 38"); printed as a space.
+GLUE = "\u00a0"
+
+
+def _say(line: str, *, indent: str = "", more: str = "    ") -> None:
+    """Print ``line`` word-wrapped to the terminal (continuations indented by ``more``):
+    ids and codes stay whole, never cut mid-word by the terminal at 80 columns.  Callers
+    pass untrusted parts through ``safe_text``; ``GLUE`` marks spaces not to break at."""
+    width = max(console.width, 40)
+    for piece in textwrap.wrap(line, width=width, initial_indent=indent,
+                               subsequent_indent=indent + more, break_long_words=False,
+                               break_on_hyphens=False):
+        console.print(Text(piece.replace(GLUE, " ")))
 
 
 def _read_text(path: Path) -> str:
@@ -55,9 +72,9 @@ def destination(
         emit_json({"attempt_id": attempt, "destination": name, "readback": readback,
                    "sha256": event.sha256, "chars": len(event.text), "position": position})
         return
-    console.print(term_text(f"recorded: {len(event.text)} characters {what} {name} for "
-                            f"attempt {attempt} (sha256 {event.sha256[:16]}) at position "
-                            f"{position}"))
+    _say(f"recorded: {len(event.text)} characters {what} {name} for attempt "
+         f"{safe_text(attempt, mark_backslashes=True)} (sha256{GLUE}{event.sha256[:16]}) "
+         f"at position{GLUE}{position}")
 
 
 @app.command()
@@ -95,14 +112,14 @@ def task(
                    "decisions": rows})
         return
     if position is None:
-        console.print(term_text(f"trace {trace}: this rule is already version {version}; "
-                                "nothing appended"))
+        _say(f"trace {safe_text(trace, mark_backslashes=True)}: this rule is already "
+             f"version{GLUE}{version}; nothing appended")
         return
-    console.print(term_text(f"trace {trace}: task rule version {version} at position "
-                            f"{position}; {len(rows)} decisions recorded under it"))
+    _say(f"trace {safe_text(trace, mark_backslashes=True)}: task rule version{GLUE}{version} "
+         f"at position{GLUE}{position}; {len(rows)} decisions recorded under it")
     for row in rows:
-        console.print(term_text(f"  {row['attempt_id']}: {row['status']} "
-                                f"({', '.join(row['reasons'])})"))
+        _say(f"{safe_text(row['attempt_id'], mark_backslashes=True)}: {row['status']} "
+             f"({', '.join(row['reasons'])})", indent="  ")
 
 
 @app.command("scenario-schema")

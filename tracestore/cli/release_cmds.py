@@ -85,7 +85,18 @@ def read_scenario(path: Path) -> Scenario:
     except InputError as exc:
         raise InputError(f"{path}: {exc.message}", code=exc.code,
                          **{**exc.context, "file": str(path)}) from None
-    return parse_scenario(expand_capture_steps(data, lambda name: _capture_bytes(path, name)))
+    origin: list[int] = []
+    expanded = expand_capture_steps(data, lambda name: _capture_bytes(path, name), origin)
+    try:
+        return parse_scenario(expanded)
+    except InputError as exc:
+        step = exc.context.get("step")
+        if not isinstance(step, int) or not 0 <= step < len(origin) or origin[step] == step:
+            raise
+        # A capture step became several event steps: name the step as the author wrote it.
+        message = exc.message.replace(f"step {step}:", f"step {origin[step]}:", 1)
+        raise InputError(message, code=exc.code,
+                         **{**exc.context, "step": origin[step]}) from None
 
 
 def _capture_bytes(scenario: Path, name: str) -> bytes:

@@ -289,16 +289,18 @@ class AttemptRecorder:
         event = destination_event(self.attempt_id, destination, text, readback=readback,
                                   observed_at=_now())
         with self._rec.lock:
-            if self.failure is not None:
-                raise self.failure
+            self._refuse_if_failed()  # a drained attempt still takes destinations
             self._require_started("destination")
             self._append([event])
 
-    def _usable(self) -> None:
+    def _refuse_if_failed(self) -> None:
         if self.failure is not None:
             raise StoreError(f"recording of attempt {self.attempt_id!r} failed earlier "
                              f"({self.failure.code}); it takes no more events",
                              code="recording_failed", attempt_id=self.attempt_id)
+
+    def _usable(self) -> None:
+        self._refuse_if_failed()
         if self.drained:
             raise InputError(f"attempt {self.attempt_id!r} is drained; it takes no more "
                              "events (a retry is a fresh attempt)", code="attempt_closed",

@@ -126,50 +126,94 @@ def _step_message(step: Any) -> str:
     return f"{shape['title']} step: {where + ': ' if where else ''}{detail}"
 
 
-def expand_capture_steps(data: Any, load: Callable[[str], bytes]) -> Any:
+def expand_capture_steps(data: Any, load: Callable[[str], bytes],
+                         origin: list[int] | None = None) -> Any:
     """``data`` with every capture step replaced by the event steps it stands for.
 
     ``load(path)`` returns a capture's bytes (the CLI resolves paths against the scenario's
     folder, then the working directory).  Scenarios without capture steps come back as given.
+    ``origin``, when given, receives for each step of the result the index of the step it
+    came from, so later errors can name the step as the author wrote it.
+
+    A capture step is refused (``invalid_scenario``, naming the step) when its reader is not
+    opened yet, its bytes are another provider's events than the reader was opened for, its
+    ``until_byte`` is past the capture's end, or goes back before bytes the same reader
+    already played from it: each would otherwise replay silently as something else.
     """
     if not isinstance(data, dict) or not isinstance(data.get("steps"), list):
         return data
     if not any(isinstance(s, dict) and "capture" in s for s in data["steps"]):
+        if origin is not None:
+            origin.extend(range(len(data["steps"])))
         return data
-    from tracestore.providers.capture import read_capture
-
-    readings: dict[tuple[str, str], Any] = {}
-    played: dict[tuple[str, str], int] = {}  # (reader, capture) → frames already played
+    readings: dict[str, tuple[Any, int]] = {}  # capture path → (reading, size in bytes)
+    opened: dict[str, Any] = {}                # reader → the api it was opened for
+    reached: dict[tuple[str, str], int] = {}   # (reader, capture) → byte played up to
+    played: dict[tuple[str, str], int] = {}    # (reader, capture) → frames already played
     steps: list[Any] = []
     for index, step in enumerate(data["steps"]):
         if not (isinstance(step, dict) and "capture" in step):
+            if isinstance(step, dict) and isinstance(step.get("open"), str):
+                opened.setdefault(step["open"], step.get("api"))
             steps.append(step)
+            if origin is not None:
+                origin.append(index)
             continue
-        path = step["capture"]
-        key = (step["reader"], path)
-        if path not in {p for _, p in readings}:
-            raw = load(path)
-            try:
-                readings[key] = read_capture(raw, provider=step.get("provider", "auto"),
-                                             filename=path)
-            except InputError as exc:
-                raise InputError(f"steps/{index}: capture {path}: {exc.message}",
-                                 code="invalid_scenario", step=index) from exc
-        reading = readings.get(key) or next(r for (_, p), r in readings.items() if p == path)
-        readings[key] = reading
+        reader, path = step["reader"], step["capture"]
+        if reader not in opened:
+            raise _bad_capture(index, f"reader {reader!r} is used before it is opened")
+        if path not in readings:
+            readings[path] = _read(index, path, load(path), step.get("provider", "auto"))
+        reading, size = readings[path]
+        _check_capture_step(index, step, reading.provider, opened[reader], size,
+                            reached.get((reader, path), 0))
+        key = (reader, path)
         until = step.get("until_byte")
+        reached[key] = size if until is None else until
         start = played.get(key, 0)
         frames = [f for f in reading.frames[start:]
                   if until is None or f.offset + f.length <= until]
         played[key] = start + len(frames)
         for frame in frames:
-            event: dict[str, Any] = {"reader": step["reader"], "event": frame.native}
+            event: dict[str, Any] = {"reader": reader, "event": frame.native}
             if frame.event_name is not None:
                 event["event_name"] = frame.event_name
             if "at" in step:
                 event["at"] = step["at"]
             steps.append(event)
+            if origin is not None:
+                origin.append(index)
     return {**data, "steps": steps}
+
+
+def _bad_capture(index: int, message: str) -> InputError:
+    return InputError(f"steps/{index}: {message}", code="invalid_scenario", step=index)
+
+
+def _read(index: int, path: str, raw: bytes, provider: str) -> tuple[Any, int]:
+    from tracestore.providers.capture import read_capture
+
+    try:
+        return read_capture(raw, provider=provider, filename=path), len(raw)
+    except InputError as exc:
+        raise InputError(f"steps/{index}: capture {path}: {exc.message}",
+                         code="invalid_scenario", step=index) from exc
+
+
+def _check_capture_step(index: int, step: dict[str, Any], provider: str, api: Any,
+                        size: int, reached: int) -> None:
+    from tracestore.recording.stream import compatible_api
+
+    path, reader, until = step["capture"], step["reader"], step.get("until_byte")
+    if isinstance(api, str) and not compatible_api(provider, api):
+        raise _bad_capture(index, f"capture {path} holds {provider} events, but reader "
+                                  f"{reader!r} was opened for {api}")
+    if until is not None and until > size:
+        raise _bad_capture(index, f"until_byte {until} is past the end of capture {path} "
+                                  f"({size} bytes)")
+    if until is not None and until < reached:
+        raise _bad_capture(index, f"until_byte {until} goes back: reader {reader!r} already "
+                                  f"played capture {path} up to byte {reached}")
 
 
 __all__ = ["SCENARIO_SCHEMA", "expand_capture_steps", "validate_scenario_json"]

@@ -61,7 +61,8 @@ class FeedResult:
         return any(k in ("terminal", "error") for f in self.frames for k in f.kinds)
 
 
-def _compatible(vote: str, api: str) -> bool:
+def compatible_api(vote: str, api: str) -> bool:
+    """Whether events of provider ``vote`` fit an attempt opened for ``api``."""
     # xAI speaks the OpenAI and Anthropic dialects with a grok model name: either name fits.
     return vote == api or "xai" in (vote, api)
 
@@ -199,7 +200,7 @@ class LiveCapture:
         assert self.api is not None
         for _, _, native in self._held[: DETECT_NATIVES - self._voted]:
             vote = shape_vote(native)
-            if vote is not None and not _compatible(vote, self.api):
+            if vote is not None and not compatible_api(vote, self.api):
                 raise InputError(f"the bytes are {vote} events, but the attempt was opened "
                                  f"for {self.api}", code="api_mismatch", api=self.api,
                                  found=vote)
