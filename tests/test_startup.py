@@ -10,6 +10,7 @@ import json
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,32 @@ def test_the_cli_default_template_is_the_review_default() -> None:
     from tracestore.review.templates import DEFAULT_TEMPLATE
 
     assert cli_default == DEFAULT_TEMPLATE
+
+
+def test_release_json_loads_only_what_it_reads(tmp_path) -> None:
+    # Issue 13: `release ATTEMPT --json` reads stored events and judges them.  It builds the
+    # validators of the event types it reads (not all of them), and loads no decoder, no
+    # review templates or renderers, and no grapheme regex (a contract-free attempt).
+    from tracestore.event_models import MODELS
+
+    db = tmp_path / "s.db"
+    capture = Path(__file__).resolve().parent.parent / "fixtures/real/anthropic/text-basic.sse"
+    subprocess.run([sys.executable, "-m", "tracestore", "ingest", str(capture), "--attempt", "a1",
+                    "--db", str(db), "--json"], check=True, capture_output=True, timeout=60)
+    probe = PROBE.replace(
+        'sys.stderr.write(', 'from tracestore.event_models import MODELS\n'
+        'built = sorted(t for t, m in MODELS.items() if m.__pydantic_complete__)\n'
+        'sys.stderr.write(json.dumps(built) + "\\n")\nsys.stderr.write(')
+    done = subprocess.run([sys.executable, "-c", probe,
+                           json.dumps(["release", "a1", "--json", "--db", str(db)])],
+                          capture_output=True, text=True, timeout=60, check=False)
+    *_, built_line, last = [line for line in done.stderr.splitlines() if line.strip()]
+    report = json.loads(last)
+    assert (report["code"], json.loads(done.stdout)["status"]) == (0, "held")
+    assert json.loads(built_line) == sorted(["trace.opened", "attempt.started", "capture.stored",
+                                             "frame.received", "transport.drained",
+                                             "release.decided"])
+    assert len(MODELS) == 23
+    unwanted = ("tracestore.review.templates", "tracestore.review.amend", "tracestore.wire.sse",
+                "tracestore.wire.eventstream", "regex", "jinja2", "jsonschema")
+    assert [m for m in unwanted if m in report["modules"]] == []

@@ -8,16 +8,23 @@ half of an emoji ZWJ sequence with nothing to attach to.  Seed 004 counts such b
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
+from typing import Any
 
-import regex
 
-_CLUSTER = regex.compile(r"\X")
+@functools.cache
+def _cluster_pattern() -> Any:
+    # Compiled on first use: ``regex`` costs start-up time in every command that imports
+    # the contracts (``release``), most of which never split text into clusters.
+    import regex
+
+    return regex.compile(r"\X")
 
 
 def clusters(text: str) -> list[str]:
     """The extended grapheme clusters of ``text``."""
-    return _CLUSTER.findall(text)
+    return _cluster_pattern().findall(text)
 
 
 def broken_boundaries(chunks: Sequence[str]) -> list[int]:

@@ -13,17 +13,44 @@ Layers inside the package (imports point down):
 The CLI (``tracestore review``) is the only part that reads the store or writes files.
 """
 
-from tracestore.review.amend import check_reviewer, parse_assignment, plan_review
-from tracestore.review.context import Derived, ReviewContext, build_context
-from tracestore.review.record import (
-    UNKNOWN, Amendment, Approval, FieldValue, ReviewRecord, blank_record, fill_record,
-)
-from tracestore.review.render import (
-    render_history_json, render_history_markdown, render_json, render_markdown,
-)
-from tracestore.review.templates import (
-    DEFAULT_TEMPLATE, Template, TemplateField, load_template, template_names, templates_dir,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# Lazy, like ``tracestore/__init__.py``: commands that only need ``review.escape`` (every
+# ``--json`` output) must not pay for the templates, derivers and renderers at start-up.
+_HOMES = {
+    "check_reviewer": "amend", "parse_assignment": "amend", "plan_review": "amend",
+    "Derived": "context", "ReviewContext": "context", "build_context": "context",
+    "UNKNOWN": "record", "Amendment": "record", "Approval": "record", "FieldValue": "record",
+    "ReviewRecord": "record", "blank_record": "record", "fill_record": "record",
+    "render_history_json": "render", "render_history_markdown": "render",
+    "render_json": "render", "render_markdown": "render",
+    "DEFAULT_TEMPLATE": "templates", "Template": "templates", "TemplateField": "templates",
+    "load_template": "templates", "template_names": "templates", "templates_dir": "templates",
+}
+
+if TYPE_CHECKING:
+    from tracestore.review.amend import check_reviewer, parse_assignment, plan_review
+    from tracestore.review.context import Derived, ReviewContext, build_context
+    from tracestore.review.record import (
+        UNKNOWN, Amendment, Approval, FieldValue, ReviewRecord, blank_record, fill_record,
+    )
+    from tracestore.review.render import (
+        render_history_json, render_history_markdown, render_json, render_markdown,
+    )
+    from tracestore.review.templates import (
+        DEFAULT_TEMPLATE, Template, TemplateField, load_template, template_names, templates_dir,
+    )
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tracestore.review' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"tracestore.review.{home}"), name)
+
 
 __all__ = [
     "check_reviewer", "parse_assignment", "plan_review", "Derived", "ReviewContext",

@@ -242,7 +242,7 @@ def _to_stored(row: Mapping[str, Any]) -> StoredEvent:
     try:
         type_name, schema_version = row["type"], row["schema_version"]
         if SCHEMA_VERSIONS.get(type_name) == schema_version:
-            event = parse_event_json(row["payload"])
+            event = parse_event_json(row["payload"], type_name)
         else:
             event = parse_event(upcast(type_name, schema_version, json.loads(row["payload"])))
         return StoredEvent(

@@ -9,37 +9,59 @@ at most one incomplete frame, enforces the bounds in ``limits`` and fails only w
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import WireError
-from tracestore.wire.base import Decoder
-from tracestore.wire.chunks import ChunksDecoder
 from tracestore.wire.detect import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, framing_for_path
-from tracestore.wire.eventstream import EventStreamDecoder
 from tracestore.wire.frames import (EventStreamMessage, Frame, HeaderValue, SSEEvent, TextFrame,
                                     Truncation)
-from tracestore.wire.jsonarray import JSONArrayDecoder
 from tracestore.wire.limits import MAX_FRAME_BYTES, MAX_FRAMES_PER_CAPTURE
-from tracestore.wire.ndjson import NDJSONDecoder
-from tracestore.wire.sse import SSEDecoder
 
-_DECODERS: dict[str, type[Decoder]] = {
-    "sse": SSEDecoder,
-    "ndjson": NDJSONDecoder,
-    "chunks": ChunksDecoder,
-    "json-array": JSONArrayDecoder,
-    "aws-eventstream": EventStreamDecoder,
+if TYPE_CHECKING:
+    from tracestore.wire.base import Decoder
+    from tracestore.wire.chunks import ChunksDecoder
+    from tracestore.wire.eventstream import EventStreamDecoder
+    from tracestore.wire.jsonarray import JSONArrayDecoder
+    from tracestore.wire.ndjson import NDJSONDecoder
+    from tracestore.wire.sse import SSEDecoder
+
+# The decoders load on first use: commands that only read stored events (``release``,
+# ``events``) import ``tracestore.wire.limits`` through the JSON reader and must not pay
+# for every decoder at start-up.  (name -> (module, class), framing -> class name)
+_LAZY = {
+    "Decoder": "base", "SSEDecoder": "sse", "NDJSONDecoder": "ndjson",
+    "ChunksDecoder": "chunks", "JSONArrayDecoder": "jsonarray",
+    "EventStreamDecoder": "eventstream",
 }
+_DECODERS: dict[str, str] = {
+    "sse": "SSEDecoder",
+    "ndjson": "NDJSONDecoder",
+    "chunks": "ChunksDecoder",
+    "json-array": "JSONArrayDecoder",
+    "aws-eventstream": "EventStreamDecoder",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _LAZY.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tracestore.wire' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"tracestore.wire.{home}"), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
 
 
 def make_decoder(framing: str, **bounds: int) -> Decoder:
     """A fresh decoder for ``framing`` (one of ``FRAMINGS``); bounds are
     ``max_frame_bytes`` / ``max_frames``."""
     try:
-        cls = _DECODERS[framing]
+        name = _DECODERS[framing]
     except KeyError:
         raise WireError(f"unknown framing {framing!r}; expected one of {', '.join(FRAMINGS)}",
                         code="unknown_framing", offset=0) from None
+    cls: type[Decoder] = __getattr__(name)
     return cls(**bounds)
 
 
