@@ -183,3 +183,74 @@ def test_a_bound_projection_gets_its_bindings_on_the_fast_path(tmp_path: Path) -
     assert decisions[0]["envelope"]["state"] == "ok"
     code, out, _ = run("ingest", str(capture), *bound, "--json", db=fast)  # a no-op again
     assert (code, json.loads(out)["appended"]) == (0, 0)
+
+
+# -- the kinds-only normalizer path against feed, on every real and seed capture ----------
+
+def _captures() -> list[tuple[str, object]]:
+    """(name, CaptureReading) for every capture under fixtures/ that reads cleanly."""
+    from tracestore.providers.capture import read_capture
+
+    out = []
+    for folder in ("real", "synthetic", "seed000", "seed004"):
+        for path in sorted((ROOT / "fixtures" / folder).rglob("*")):
+            if not path.is_file() or path.suffix in (".md",) or ".binding." in path.name:
+                continue
+            try:
+                out.append((f"{folder}/{path.relative_to(ROOT / 'fixtures' / folder)}",
+                            read_capture(path.read_bytes(), filename=path.name)))
+            except (InputError, WireError):
+                continue
+    return out
+
+
+CAPTURES = _captures()
+
+
+def test_the_real_captures_of_the_fast_apis_are_all_read() -> None:
+    apis = [reading.provider for _, reading in CAPTURES]
+    assert apis.count("openai-responses") >= 6 and apis.count("bedrock-converse-stream") >= 6
+
+
+@pytest.mark.parametrize("name, reading", CAPTURES, ids=[c[0] for c in CAPTURES])
+def test_kinds_equal_the_kinds_of_feed(name: str, reading) -> None:
+    from tracestore.providers.base import make_normalizer
+
+    by_kinds, by_feed = make_normalizer(reading.provider), make_normalizer(reading.provider)
+    for frame in reading.frames:
+        expected = tuple(o.kind for o in frame.observations)
+        assert by_kinds.kinds(frame.native, frame.event_name) == expected, frame.index
+        assert tuple(o.kind for o in by_feed.feed(frame.native, frame.event_name)) == expected
+        assert _state(by_kinds) == _state(by_feed), frame.index  # the same state after each
+
+
+def _state(value):
+    """A normalizer's state as plain data (normalizers may hold normalizers)."""
+    if hasattr(value, "__dict__"):
+        return (type(value).__name__, {k: _state(v) for k, v in vars(value).items()})
+    if isinstance(value, dict):
+        return {k: _state(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_state(v) for v in value]
+    return value
+
+
+PROJECTED = [(name, reading) for name, reading in CAPTURES
+             if reading.provider in ("openai-responses", "bedrock-converse-stream")
+             and reading.frames
+             and all(projection_api_of(f.native) == reading.provider for f in reading.frames)]
+
+
+@pytest.mark.parametrize("name, reading", PROJECTED, ids=[c[0] for c in PROJECTED])
+def test_real_captures_as_projections_plan_the_same_bytes_both_ways(name: str,
+                                                                    reading) -> None:
+    # The capture's natives written as a decoded projection (seed 003's form), with a drain.
+    natives = [f.native for f in reading.frames] + [{"local": "drain", "outcome": "clean"}]
+    data = json.dumps(natives, ensure_ascii=False, indent=1).encode()
+    fast = plan_ingest(data, filename="real.json")
+    slow = plan_ingest(data, filename="real.json", chunk_size=len(data) + 1)
+    assert any(isinstance(e, SerializedEvent) for e in fast.events)
+    assert _rows(fast) == _rows(slow)
+    kinds = [json.loads(r[4]).get("kinds") for r in _rows(fast) if r[3] == "frame.received"]
+    assert [list(k) for k in kinds] == [[o.kind for o in f.observations]
+                                        for f in reading.frames]

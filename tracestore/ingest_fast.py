@@ -75,7 +75,7 @@ def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) ->
     if text.startswith("\ufeff"):
         raise HandOver
     ascii_only = data.isascii()
-    decode = strict_decoder().raw_decode
+    scan = strict_decoder().scan_once  # the C scanner itself: raw_decode's wrapper cost more
     spans = array("q")
     pos = _SPACE.match(text).end()
     if text[pos:pos + 1] != "[":
@@ -88,8 +88,8 @@ def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) ->
     done = text[pos:pos + 1] == "]"
     while not done:
         try:
-            element, end = decode(text, pos)
-        except (ValueError, RecursionError):
+            element, end = scan(text, pos)
+        except (StopIteration, ValueError, RecursionError):
             raise HandOver from None
         if type(element) is not dict or too_deep(text[pos:end], element, MAX_JSON_DEPTH):
             raise HandOver
@@ -137,7 +137,7 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
               body_id: Any, label_event: Any) -> Iterator[Any]:
     """Pass 2: one event per element, produced as the store consumes them."""
     spans = checked.spans
-    loads = json.loads  # the plain C parser: pass 1 proved every element strict
+    scan = json.JSONDecoder().scan_once  # the plain C scanner: pass 1 proved them strict
     normalizer = make_normalizer(checked.api)
     stream = attempt_stream(attempt)
     template = _frame_template()
@@ -145,14 +145,14 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
                     reader="ingest", capture_sha256=sha)
     fields_of = iter(spans)
     for index, (offset, length) in enumerate(zip(fields_of, fields_of)):
-        element = loads(data[offset:offset + length])
+        element = scan(data[offset:offset + length].decode("utf-8"), 0)[0]
         if "local" in element:
             yield NewEvent(stream, label_event(element, index, attempt),
                            id=body_id(index), trace_id=trace)
             continue
         fields = template.copy()
         fields.update(native=element, index=index, offset=offset, length=length,
-                      kinds=tuple(o.kind for o in normalizer.feed(element)))
+                      kinds=normalizer.kinds(element))
         try:
             payload = to_json(fields)
         except PydanticSerializationError:  # e.g. a lone surrogate: the model decides

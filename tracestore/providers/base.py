@@ -48,6 +48,13 @@ class Normalizer:
         """Normalize one native event.  ``event_name`` is the SSE ``event:`` field, if any."""
         raise NotImplementedError
 
+    def kinds(self, native: Any, event_name: str | None = None) -> tuple[str, ...]:
+        """The kinds of the observations ``feed`` returns for ``native`` (and the same state
+        change).  Bulk ingest stores only the kinds; a normalizer may answer its most
+        frequent frames here without building observations (tests/test_ingest_fast.py
+        checks it equals ``feed`` on every real capture)."""
+        return tuple(o.kind for o in self.feed(native, event_name))
+
 
 N = TypeVar("N", bound=type[Normalizer])
 

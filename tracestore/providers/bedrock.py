@@ -79,6 +79,9 @@ def _header_text(headers: Mapping[str, Any], name: str, offset: int | None) -> s
                     code="invalid_header", offset=offset)
 
 
+_TEXT_DELTA = ("text_delta",)
+
+
 class BedrockConverseStreamNormalizer(Normalizer):
     """Normalizer for ``bedrock-converse-stream``."""
 
@@ -114,6 +117,18 @@ class BedrockConverseStreamNormalizer(Normalizer):
             return [Observation("terminal", member, stop_reason=as_str(data.get("stopReason")))]
         # metadata: accounting evidence only; absent usage stays None.
         return [Observation("usage", member, usage=as_map(data.get("usage")))]
+
+    def kinds(self, native: Any, event_name: str | None = None) -> tuple[str, ...]:
+        # A text delta is nearly every frame of an answer: its kinds without an Observation,
+        # with feed's one side effect on it (the first delta names its block's type).
+        if type(native) is dict and len(native) == 1:
+            body = native.get("contentBlockDelta")
+            if type(body) is dict:
+                delta = body.get("delta")
+                if type(delta) is dict and len(delta) == 1 and type(delta.get("text")) is str:
+                    self._note_type(as_int(body.get("contentBlockIndex")), "text")
+                    return _TEXT_DELTA
+        return super().kinds(native, event_name)
 
     def _start(self, member: str, data: Mapping[str, Any], index: int | None) -> list[Observation]:
         start = as_map(data.get("start")) or {}

@@ -52,6 +52,17 @@ TOOL_ITEM_TYPES = frozenset({"function_call", "custom_tool_call"})
 ITEM_BLOCK_TYPES = {"message": "text", "reasoning": "reasoning"}
 
 
+#: Delta events whose observation kinds follow from their type alone (see ``kinds``).
+_DELTA_KINDS: dict[str, tuple[str, ...]] = {
+    "response.output_text.delta": ("text_delta",),
+    "response.refusal.delta": ("text_delta",),
+    "response.reasoning_summary_text.delta": ("reasoning_delta",),
+    "response.reasoning_text.delta": ("reasoning_delta",),
+    "response.function_call_arguments.delta": ("tool_call_delta",),
+    "response.custom_tool_call_input.delta": ("tool_call_delta",),
+}
+
+
 class OpenAIResponsesNormalizer(Normalizer):
     """Normalizer for ``openai-responses`` (also reused by xAI for ``response.*`` events)."""
 
@@ -118,6 +129,15 @@ class OpenAIResponsesNormalizer(Normalizer):
         if etype in RAW_TYPES or etype.startswith(RAW_PREFIXES):
             return [Observation("raw", etype, block=block, sequence=seq)]
         return unknown(etype, block=block, sequence=seq)
+
+    def kinds(self, native: Any, event_name: str | None = None) -> tuple[str, ...]:
+        # Deltas are nearly every frame of an answer; their kinds depend on the type alone
+        # and feeding them changes no state, so no Observation is built for them.
+        if type(native) is dict:
+            kinds = _DELTA_KINDS.get(native.get("type"))  # type: ignore[arg-type]
+            if kinds is not None:
+                return kinds
+        return super().kinds(native, event_name)
 
     # -- pieces ---------------------------------------------------------------------------
 
