@@ -8,6 +8,7 @@ in the reference path's own error.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -254,3 +255,38 @@ def test_real_captures_as_projections_plan_the_same_bytes_both_ways(name: str,
     kinds = [json.loads(r[4]).get("kinds") for r in _rows(fast) if r[3] == "frame.received"]
     assert [list(k) for k in kinds] == [[o.kind for o in f.observations]
                                         for f in reading.frames]
+
+
+def test_a_large_capture_is_streamed_into_sqlite_and_rolls_back_with_its_append(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracestore.errors import ExpectedVersionConflict
+    from tracestore.events import LocalStopped, NewEvent
+    from tracestore.store import log
+
+    streamed: list[bool] = []
+    original = log.EventStore._stream_blob
+    monkeypatch.setattr(log.EventStore, "_stream_blob", lambda self, *a: streamed.append(
+        original(self, *a)) or streamed[-1])
+
+    data = bytes(range(256)) * (3 * log._BLOB_PIECE // 256) + b"tail"  # 3 pieces and a bit
+    stop = NewEvent("attempt:a", LocalStopped(attempt_id="a"), id="s1")
+    with EventStore(f"sqlite:///{tmp_path / 'b.db'}") as store:
+        with pytest.raises(ExpectedVersionConflict):
+            store.append([stop], expected_versions={"attempt:a": 5}, blob_data=[data])
+        sha = hashlib.sha256(data).hexdigest()
+        assert store.get_blob(sha) is None  # the streamed blob went with the refused append
+        result = store.append([stop], blob_data=[data])
+        assert (result.blobs_stored, store.get_blob(sha)) == ((sha,), data)
+        assert result.positions == (1,) and result.positions == [1]
+        assert store.verify().ok
+    assert streamed == [True, True]
+
+
+def test_positions_are_a_range_equal_to_the_tuple() -> None:
+    from tracestore.store.log import Positions
+
+    positions = Positions(4, 3)
+    assert (positions == (4, 5, 6), positions == [4, 5, 6], positions == (4, 5)) == \
+        (True, True, False)
+    assert (len(positions), positions[0], positions[-1], list(positions)) == (3, 4, 6, [4, 5, 6])
+    assert not Positions(1, 0) and repr(Positions(1, 1_000_000)) == "Positions(1…1000000)"

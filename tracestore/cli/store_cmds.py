@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -227,9 +228,13 @@ def ingest(
     with open_store(db) as store:
         check_retry_of(store, plan.trace_id, retry_of)
         result = append_plan(store, plan)
+        warnings = provider_warnings(plan, provider)
+        # The input and its planned events are done with: free them (as large as the input)
+        # before the trace is read back to be judged.
+        plan = dataclasses.replace(plan, events=[], blob=b"")
+        del data
         # A final decision is appended as an event too (its own short transaction).
         decided = record_decisions(store, plan.trace_id) if result.appended else []
-    warnings = provider_warnings(plan, provider)
     for warning in warnings:
         err_console.print(term_text(f"warning: {warning}", "yellow"))
     summary = {

@@ -35,11 +35,12 @@ from tracestore.store.schema import blobs, events
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
 from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash
 
-__all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "VerifyResult",
-           "WriteView", "canonical_payload", "chain_hash", "database_error"]
+__all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions",
+           "VerifyResult", "WriteView", "canonical_payload", "chain_hash", "database_error"]
 
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
+_BLOB_PIECE = 1 << 20  # bytes per write when a large capture is streamed into SQLite
 
 
 def canonical_payload(event: Any) -> bytes:
@@ -56,9 +57,45 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
+class Positions(Sequence[int]):
+    """The positions one append wrote, in order.  They are always consecutive (``head + 1 …
+    head + n``: skipped ids take none), so they are held as a range -- a million-event
+    ingest would otherwise keep a million ints alive at its peak.  Equal to a tuple or
+    list of the same positions."""
+
+    __slots__ = ("_range",)
+
+    def __init__(self, first: int, count: int) -> None:
+        self._range = range(first, first + count)
+
+    def __len__(self) -> int:
+        return len(self._range)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._range[index]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._range)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Positions):
+            return self._range == other._range
+        if isinstance(other, (tuple, list)):
+            return len(other) == len(self._range) and all(
+                a == b for a, b in zip(self._range, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._range))
+
+    def __repr__(self) -> str:
+        return f"Positions({tuple(self._range)!r})" if len(self) <= 8 else \
+            f"Positions({self._range.start}…{self._range.stop - 1})"
+
+
 @dataclass(frozen=True)
 class AppendResult:
-    positions: tuple[int, ...]
+    positions: Positions
     "Positions of the events written, in order."
     skipped_ids: tuple[str, ...] = ()
     "Ids that were already stored (idempotent re-append): reported, not duplicated."
@@ -145,7 +182,7 @@ class EventStore(LogReads):
                 view = WriteView(conn, head_position, utc_now(), self)
                 batch, blob_data = build(view)
                 stored_blobs = self._put_blobs(conn, blob_data)
-                positions, skipped = self._insert(
+                written, skipped = self._insert(
                     conn, batch, expected_versions or {}, head_position, head_hash,
                     view.recorded_at,
                 )
@@ -154,7 +191,8 @@ class EventStore(LogReads):
                              code="append_refused") from exc
         except DBAPIError as exc:
             raise database_error(exc, self.url, "during append") from exc
-        return AppendResult(tuple(positions), tuple(skipped), tuple(stored_blobs))
+        return AppendResult(Positions(head_position + 1, written), tuple(skipped),
+                            tuple(stored_blobs))
 
     def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -165,10 +203,11 @@ class EventStore(LogReads):
 
     def _insert(self, conn: Connection, batch: Iterable[NewEvent | SerializedEvent],
                 expected: Mapping[str, int], head_position: int, head_hash: str,
-                recorded_at: str) -> tuple[list[int], list[str]]:
+                recorded_at: str) -> tuple[int, list[str]]:
         """Write ``batch`` in chunks of ``_APPEND_CHUNK`` rows, all in the caller's
         transaction: a lazily planned ingest of a million events never exists in memory
-        at once, and the chain, versions and idempotence carry across chunks."""
+        at once, and the chain, versions and idempotence carry across chunks.  Returns how
+        many rows were written (at ``head_position + 1 …``) and the ids skipped."""
         versions = self._stream_versions(conn, sorted(expected))
         for stream, want in expected.items():
             have = versions.get(stream, 0)
@@ -178,7 +217,6 @@ class EventStore(LogReads):
                     stream=stream, expected=want, actual=have,
                 )
         known_streams = set(expected)
-        positions: list[int] = []
         skipped: list[str] = []
         seen: set[str] = set()
         position, prev_hash = head_position, head_hash
@@ -219,8 +257,7 @@ class EventStore(LogReads):
                 # The driver's executemany directly: SQLAlchemy's per-row parameter
                 # processing would double the cost of a large ingest for no added safety.
                 conn.exec_driver_sql(self._insert_sql, rows)
-                positions.extend(row[0] for row in rows)
-        return positions, skipped
+        return position - head_position, skipped
 
     def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
         stored: list[str] = []
@@ -228,9 +265,30 @@ class EventStore(LogReads):
             sha = hashlib.sha256(data).hexdigest()
             present = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == sha)).first()
             if present is None:
-                conn.execute(blobs.insert(), {"sha256": sha, "size": len(data), "data": data})
+                if not self._stream_blob(conn, sha, data):
+                    conn.execute(blobs.insert(),
+                                 {"sha256": sha, "size": len(data), "data": data})
             stored.append(sha)
         return stored
+
+    def _stream_blob(self, conn: Connection, sha: str, data: bytes) -> bool:
+        """Write a large capture into SQLite piece by piece (incremental blob I/O, in the
+        same transaction): bound as one parameter, SQLite would hold its own copies of the
+        whole capture -- as large as the input -- at the ingest's peak."""
+        driver = conn.connection.driver_connection
+        if self._dialect != "sqlite" or len(data) <= _BLOB_PIECE or not hasattr(
+                driver, "blobopen"):
+            return False
+        conn.exec_driver_sql("INSERT INTO ts_blobs (sha256, size, data) VALUES "
+                             f"({self._mark}, {self._mark}, zeroblob({self._mark}))",
+                             (sha, len(data), len(data)))
+        rowid = conn.exec_driver_sql(f"SELECT rowid FROM ts_blobs WHERE sha256 = {self._mark}",
+                                     (sha,)).scalar_one()
+        view = memoryview(data)
+        with driver.blobopen("ts_blobs", "data", rowid) as blob:
+            for start in range(0, len(data), _BLOB_PIECE):
+                blob.write(view[start:start + _BLOB_PIECE])
+        return True
 
     # -- export and import (rows exactly as stored) -----------------------------------
 
