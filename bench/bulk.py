@@ -7,9 +7,11 @@ is a distinct capture and a distinct attempt) into one folder, then, in the same
 * the per-file rate: ``tracestore ingest FILE`` as one process per file, on the first
   ``--sample`` files (what building a store meant before);
 * the bulk rate: ``tracestore ingest-batch FOLDER`` over all files, one process;
-* for reference, ``tracestore replay FOLDER`` of the seed 003 scenarios, scenarios per second.
+* ``tracestore replay FILE`` as one process per scenario against ``tracestore replay
+  FOLDER`` (one transaction, a savepoint per scenario), over the seed 003 scenarios copied
+  ``--copies`` times with their trace and attempt ids renamed per copy.
 
-Goal (issue 13): bulk >= 10x the per-file rate.
+Goal (issue 13): bulk >= 10x the per-file rate, for both.
 
 Run:  python bench/bulk.py [--copies 10] [--sample 20]
 """
@@ -17,7 +19,7 @@ Run:  python bench/bulk.py [--copies 10] [--sample 20]
 from __future__ import annotations
 
 import argparse
-import shutil
+import json
 import subprocess
 import sys
 import tempfile
@@ -35,6 +37,30 @@ def make_folder(folder: Path, copies: int) -> list[Path]:
         for source in sources:
             target = folder / f"{n:03d}-{source.parent.name}-{source.name}"
             target.write_bytes(source.read_bytes() + b"\n" * (n + 1))
+            made.append(target)
+    return made
+
+
+_ID_KEYS = ("trace", "attempt", "retry_of", "attempt_id")
+
+
+def _renamed(value: object, suffix: str) -> object:
+    """A scenario with every trace and attempt id suffixed (a distinct copy of it)."""
+    if isinstance(value, dict):
+        return {k: (v + suffix if k in _ID_KEYS and isinstance(v, str) else _renamed(v, suffix))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_renamed(v, suffix) for v in value]
+    return value
+
+
+def make_scenarios(folder: Path, copies: int) -> list[Path]:
+    made = []
+    for n in range(copies):
+        for source in sorted((ROOT / "fixtures" / "seed003").glob("*.json")):
+            scenario = _renamed(json.loads(source.read_text(encoding="utf-8")), f"-c{n}")
+            target = folder / f"{n:03d}-{source.name}"
+            target.write_text(json.dumps(scenario), encoding="utf-8")
             made.append(target)
     return made
 
@@ -59,17 +85,22 @@ def main() -> None:
         per_file = sum(wall([ts, "ingest", str(f), "--db", f"{tmp}/one.db", "--json"])
                        for f in sample)
         bulk = wall([ts, "ingest-batch", str(folder), "--db", f"{tmp}/bulk.db", "--json"])
-        scenarios = ROOT / "fixtures" / "seed003"
         replay_dir = Path(tmp) / "scenarios"
-        shutil.copytree(scenarios, replay_dir, ignore=shutil.ignore_patterns("*.md"))
-        count = len(list(replay_dir.glob("*.json")))
+        replay_dir.mkdir()
+        scenarios = make_scenarios(replay_dir, args.copies)
+        one_each = sum(wall([ts, "replay", str(f), "--db", f"{tmp}/replay-one.db", "--json"])
+                       for f in scenarios[:args.sample])
         replay = wall([ts, "replay", str(replay_dir), "--db", f"{tmp}/replay.db", "--json"])
     per_rate, bulk_rate = len(sample) / per_file, len(files) / bulk
     print(f"ingest FILE, one process per file: {per_rate:7.1f} files/s ({len(sample)} files)")
     print(f"ingest-batch FOLDER, one process:  {bulk_rate:7.1f} files/s ({len(files)} files)")
     print(f"  ratio {bulk_rate / per_rate:.1f}x   (goal >= 10)")
-    print(f"replay FOLDER ({count} seed 003 scenarios, one process): {count / replay:.1f} "
-          "scenarios/s including start-up")
+    one_rate, folder_rate = min(args.sample, len(scenarios)) / one_each, len(scenarios) / replay
+    print(f"replay FILE, one process per scenario: {one_rate:7.1f} scenarios/s "
+          f"({min(args.sample, len(scenarios))} scenarios)")
+    print(f"replay FOLDER, one process:            {folder_rate:7.1f} scenarios/s "
+          f"({len(scenarios)} scenarios)")
+    print(f"  ratio {folder_rate / one_rate:.1f}x   (goal >= 10)")
 
 
 if __name__ == "__main__":
