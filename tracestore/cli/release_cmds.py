@@ -18,14 +18,14 @@ import typer
 from rich.text import Text
 
 from tracestore.cli.common import (
-    DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
-    trace_of_attempt,
+    DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
+    term_text, trace_of_attempt,
 )
 from tracestore.cli.store_cmds import read_input
 from tracestore.cli.tables import (  # noqa: F401 - rendering lives there; names kept here
     CELL_CHARS, decision_table, destinations_table, print_reasons, print_violations, timeline,
 )
-from tracestore.errors import InputError, NotFound, StoreError
+from tracestore.errors import InputError, NotFound, StoreError, TracestoreError
 
 # The projections, the pydantic event models and SQLAlchemy are imported inside the
 # functions that use them, so `tracestore --help` does not pay for them.
@@ -104,30 +104,54 @@ def _capture_bytes(scenario: Path, name: str) -> bytes:
     return read_input(beside if beside.exists() else Path(name))
 
 
-def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent] | None:
-    """Plan and append a scenario in one transaction; None when it was replayed before."""
-    from tracestore.replay import first_planned_id, plan_replay
+class _ScenarioAppend:
+    """Plans one scenario inside the write transaction, against the log as it stands."""
 
-    planned: list[NewEvent] = []
-    replayed_before = False
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.planned: list[NewEvent] = []
+        self.replayed_before = False
 
-    def build(view: WriteView) -> tuple[list[NewEvent], list[bytes]]:
-        nonlocal replayed_before
-        if view.has_event(first_planned_id(scenario)):
-            replayed_before = True
+    def __call__(self, view: WriteView) -> tuple[list[NewEvent], list[bytes]]:
+        from tracestore.replay import first_planned_id, plan_replay
+
+        if view.has_event(first_planned_id(self.scenario)):
+            self.replayed_before = True
             return [], []
         recorded_at = dt.datetime.fromisoformat(view.recorded_at)
-        planned[:] = plan_replay(scenario, prior=_prior_for(view, scenario),
-                                 head_position=view.head_position, recorded_at=recorded_at)
-        return planned, []
+        self.planned[:] = plan_replay(self.scenario, prior=_prior_for(view, self.scenario),
+                                      head_position=view.head_position,
+                                      recorded_at=recorded_at)
+        return self.planned, []
 
-    result = store.append_with(build)
-    if replayed_before:
-        return None
-    if result.skipped_ids:  # the planner refuses known attempts, so this is a real conflict
-        raise StoreError(f"{len(result.skipped_ids)} planned events were already stored; "
-                         "positions in the plan no longer hold", code="replay_conflict")
-    return planned
+    def check(self, result: Any) -> None:
+        if result.skipped_ids and not self.replayed_before:
+            # The planner refuses known attempts, so this is a real conflict.
+            raise StoreError(f"{len(result.skipped_ids)} planned events were already "
+                             "stored; positions in the plan no longer hold",
+                             code="replay_conflict")
+
+    @property
+    def outcome(self) -> list[NewEvent] | None:
+        return None if self.replayed_before else self.planned
+
+
+def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent] | None:
+    """Plan and append a scenario in one transaction; None when it was replayed before."""
+    step = _ScenarioAppend(scenario)
+    step.check(store.append_with(step))
+    return step.outcome
+
+
+def append_scenarios(store: EventStore, scenarios: Sequence[Scenario],
+                     ) -> list[list[NewEvent] | None | TracestoreError]:
+    """Append many scenarios in ONE transaction, a savepoint each: every scenario is still
+    all or nothing (a failing one is rolled back alone and its error takes its place), and
+    the log is synced once instead of once per scenario."""
+    steps = [_ScenarioAppend(s) for s in scenarios]
+    results = store.append_each(steps, check=lambda index, result: steps[index].check(result))
+    return [r if isinstance(r, TracestoreError) else step.outcome
+            for step, r in zip(steps, results)]
 
 
 def scenario_paths(paths: Sequence[Path]) -> list[Path]:
@@ -227,10 +251,16 @@ def replay(
     scenarios = [(path, read_scenario(path)) for path in scenario_paths(files)]
     reports: list[dict[str, Any]] = []
     decisions: list[ReleaseDecision] = []
+    failed: list[tuple[Path, TracestoreError]] = []
     appended = replayed_before = 0
     with open_store(db) as store:
-        for path, scenario in scenarios:
-            planned = append_scenario(store, scenario)
+        outcomes = append_scenarios(store, [scenario for _, scenario in scenarios])
+        for (path, scenario), planned in zip(scenarios, outcomes):
+            if isinstance(planned, TracestoreError):
+                if len(scenarios) == 1:
+                    raise planned
+                failed.append((path, planned))
+                continue
             events = store.read(trace_id=scenario.trace)
             reports.append(replay_report(events, scenario.trace))
             decisions += decide_all(events, scenario.trace)
@@ -243,13 +273,20 @@ def replay(
             emit_json(reports[0])
         else:
             emit_json({"attempts": [a for r in reports for a in r["attempts"]],
-                       "violations": [v for r in reports for v in r["violations"]]})
+                       "violations": [v for r in reports for v in r["violations"]],
+                       **({"failed": [{"file": str(p), "error": e.code, "message": e.message}
+                                      for p, e in failed]} if failed else {})})
     elif len(scenarios) > 1:
         title = (f"{len(scenarios)} scenarios: {appended} events appended"
-                 + (f", {replayed_before} already replayed" if replayed_before else ""))
+                 + (f", {replayed_before} already replayed" if replayed_before else "")
+                 + (f", {len(failed)} failed (nothing of them written)" if failed else ""))
         console.print(decision_table(decisions, title=title))
         console.print(term_text("(tracestore release ATTEMPT explains one decision; "
                                 "tracestore audit shows the destinations)", "dim"))
+    for path, error in failed:
+        err_console.print(term_text(f"{path}: error[{error.code}]: {error.message}", "red"))
+    if failed:
+        raise typer.Exit(failed[0][1].exit_code)
 
 
 def _print_replay(path: Path, scenario: Scenario, planned: list[NewEvent] | None,

@@ -25,7 +25,7 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.bulk import paused_gc
-from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
+from tracestore.errors import ExpectedVersionConflict, InputError, StoreError, TracestoreError
 from tracestore.events import (
     SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, to_json_bytes,
 )
@@ -176,21 +176,59 @@ class EventStore(LogReads):
         """
         try:
             with paused_gc(), self._writer.begin() as conn:
-                if self._dialect == "postgresql":
-                    conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
-                head_position, head_hash = self._head(conn)
-                view = WriteView(conn, head_position, utc_now(), self)
-                batch, blob_data = build(view)
-                stored_blobs = self._put_blobs(conn, blob_data)
-                written, skipped = self._insert(
-                    conn, batch, expected_versions or {}, head_position, head_hash,
-                    view.recorded_at,
-                )
+                self._lock(conn)
+                return self._append_in(conn, build, expected_versions or {})
         except IntegrityError as exc:
-            raise StoreError(f"the database refused the append: {exc.orig}",
-                             code="append_refused") from exc
+            raise _refused(exc) from exc
         except DBAPIError as exc:
             raise database_error(exc, self.url, "during append") from exc
+
+    def append_each(
+        self, builds: Sequence[Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]]],
+        *, check: Callable[[int, AppendResult], None] | None = None,
+    ) -> list[AppendResult | TracestoreError]:
+        """Run each builder as ``append_with`` would, all in ONE transaction with a savepoint
+        per builder, committed (and synced) once.
+
+        A builder whose planning or append fails with a typed error (or whose rows the
+        database refuses, or that ``check(index, result)`` rejects) is rolled back to its
+        savepoint and its error takes its place in the result: the others stand.  Any other
+        failure (the database unreachable, a bug) rolls back everything.
+        """
+        outcomes: list[AppendResult | TracestoreError] = []
+        try:
+            with paused_gc(), self._writer.begin() as conn:
+                self._lock(conn)
+                for index, build in enumerate(builds):
+                    savepoint = conn.begin_nested()
+                    try:
+                        result = self._append_in(conn, build, {})
+                        if check is not None:
+                            check(index, result)
+                    except (TracestoreError, IntegrityError) as exc:
+                        savepoint.rollback()
+                        outcomes.append(_refused(exc) if isinstance(exc, IntegrityError)
+                                        else exc)
+                        continue
+                    savepoint.commit()
+                    outcomes.append(result)
+        except DBAPIError as exc:
+            raise database_error(exc, self.url, "during append") from exc
+        return outcomes
+
+    def _lock(self, conn: Connection) -> None:
+        if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
+
+    def _append_in(self, conn: Connection,
+                   build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
+                   expected: Mapping[str, int]) -> AppendResult:
+        head_position, head_hash = self._head(conn)
+        view = WriteView(conn, head_position, utc_now(), self)
+        batch, blob_data = build(view)
+        stored_blobs = self._put_blobs(conn, blob_data)
+        written, skipped = self._insert(conn, batch, expected, head_position, head_hash,
+                                        view.recorded_at)
         return AppendResult(Positions(head_position + 1, written), tuple(skipped),
                             tuple(stored_blobs))
 
@@ -348,6 +386,10 @@ class EventStore(LogReads):
             raise StoreError(f"the database refused the import: {exc.orig}",
                              code="import_refused") from exc
         return count, prev_hash
+
+def _refused(exc: IntegrityError) -> StoreError:
+    return StoreError(f"the database refused the append: {exc.orig}", code="append_refused")
+
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
     chunk: list[Any] = []
