@@ -176,3 +176,87 @@ def test_cli_task_revision_judges_agent_runs_again(db_file: Path, tmp_path: Path
                    if e.type == "release.decided"]
     assert [(d.status, d.reasons, d.rule_version) for d in decided] == [
         ("held", (R.NO_SEMANTIC_RULE,), None), ("released", RELEASED, 2)]
+
+
+# -- honest runs that end without an answer: the reason is seed 001's, the answer is none ----
+
+def _ended(trial_id: str, *, limits: dict | None = None, decisions: int, observations: int,
+           status: str, reason: str, usage: dict, elapsed: float | None = None) -> dict:
+    """A recorded trial cut where seed 001's controller would have stopped under ``limits``:
+    what its ``finish`` returns then (no answer, no citations), nothing else changed."""
+    value = trial(trial_id)
+    result = value["result"]
+    result["limits"].update(limits or {})
+    result["decisions"] = result["decisions"][:decisions]
+    result["observations"] = result["observations"][:observations]
+    result.update(status=status, reason=reason, answer="", citations=[], usage=usage)
+    if elapsed is not None:
+        value["elapsed_seconds"] = elapsed
+    del value["checks"]  # the recorded checks were the original run's
+    return value
+
+
+ENDED = {
+    # The third search is over an allowance of 2.
+    R.SEARCH_LIMIT: _ended(
+        "newline-version-agent-2", limits={"searches": 2}, decisions=4, observations=3,
+        status="incomplete", reason="search_limit",
+        usage={"model_calls": 4, "searches": 2, "reads": 1, "source_bytes": 174}),
+    # The third read is over an allowance of 2 reads.
+    R.READ_OR_BYTE_LIMIT: _ended(
+        "serialize-and-save-agent-1", limits={"reads": 2}, decisions=5, observations=4,
+        status="incomplete", reason="read_or_byte_limit",
+        usage={"model_calls": 5, "searches": 2, "reads": 2, "source_bytes": 353}),
+    # The answer arrived after the 180 s deadline.
+    R.DEADLINE: _ended(
+        "overwrite-agent-1", decisions=3, observations=2, status="incomplete",
+        reason="deadline", elapsed=181.0,
+        usage={"model_calls": 3, "searches": 1, "reads": 1, "source_bytes": 224}),
+    # Two model calls allowed, both spent on tools.
+    R.MODEL_CALL_LIMIT: _ended(
+        "newline-version-agent-2", limits={"model_calls": 2}, decisions=2, observations=2,
+        status="incomplete", reason="model_call_limit",
+        usage={"model_calls": 2, "searches": 1, "reads": 1, "source_bytes": 174}),
+}
+
+
+@pytest.mark.parametrize("reason", list(ENDED))
+def test_a_limit_or_deadline_returns_no_answer(reason: str) -> None:
+    value = ENDED[reason]
+    events = events_of(value)
+    d = decide_release(events, value["id"])
+    assert (d.status, d.reasons, d.answer, d.eligible) == (R.INCOMPLETE, (reason,), None, False)
+    assert audit(events).violations == ()  # an honest recording: the re-derivation agrees
+
+
+def test_a_refused_action_fails_the_run_without_answer() -> None:
+    value = trial("overwrite-agent-1")
+    result = value["result"]
+    result["decisions"] = [{**result["decisions"][0], "action": "shell"}]
+    result.update(observations=[], status="failed", reason="unknown_action", answer="",
+                  citations=[], usage={"model_calls": 1, "searches": 0, "reads": 0,
+                                       "source_bytes": 0})
+    del value["checks"]
+    events = events_of(value)
+    d = decide_release(events, "overwrite-agent-1")
+    assert (d.status, d.reasons, d.answer) == (R.FAILED, (R.RUN_FAILED, "unknown_action"), None)
+    assert audit(events).violations == ()
+
+
+def test_destinations_of_agent_runs_are_audited(db_file: Path, tmp_path: Path) -> None:
+    """An agent run's attempt takes destination writes like any attempt: the released answer
+    may go to ui and history; text of a held run, or other text, is a violation."""
+    answer, other = tmp_path / "answer.txt", tmp_path / "other.txt"
+    answer.write_text(OVERWRITE, encoding="utf-8")
+    other.write_text("Backups are kept for 7 days.", encoding="utf-8")
+    assert run("ingest", str(REPORT), "--cases", str(AGENT / "cases.json"), db=db_file)[0] == 0
+    for attempt, name, path in (("overwrite-agent-1", "ui", answer),
+                                ("overwrite-agent-1", "history", answer),
+                                ("unsupported-agent-1", "ui", other),
+                                ("overwrite-agent-2", "ui", other)):
+        assert run("destination", attempt, name, "--text-file", str(path), db=db_file)[0] == 0
+    code, out, _ = run("audit", "--json", db=db_file)
+    violations = [(v["code"], v["attempt_id"], v["destination"])
+                  for v in json.loads(out)["violations"]]
+    assert violations == [("ineligible_text_in_destination", "unsupported-agent-1", "ui"),
+                          ("answer_mismatch", "overwrite-agent-2", "ui")]

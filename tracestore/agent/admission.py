@@ -145,6 +145,20 @@ class _Replay:
                                      "an admitted tool call has no observation"))
         self._finish("failed", C.MISSING_OBSERVATION, position)
 
+    def _unobserved_read_bytes(self) -> None:
+        """Seed 001 counts a read's bytes (``read_cost``) before calling the tool; when the
+        tool then failed, the size is nowhere in the record.  The recorded total is taken
+        (with a note) when it fits between what is counted and the allowance."""
+        recorded_failure = self._recorded_failure()
+        fin = self.run.finished
+        total = fin.usage.get("source_bytes") if fin is not None and fin.usage else None
+        if (recorded_failure is None or recorded_failure in C.REFUSAL_CODES
+                or not isinstance(total, int)
+                or not self.usage["source_bytes"] <= total <= self.limits.get("source_bytes", 0)):
+            return
+        self.usage["source_bytes"] = total
+        self.notes.append("size of the failed read not recorded; its bytes taken as recorded")
+
     def search(self, query: str, position: int) -> str | None:
         """None when admitted (and observed), else the refusal code."""
         terms = normalized_terms(query)
@@ -189,6 +203,7 @@ class _Replay:
             return C.READ_OR_BYTE_LIMIT
         self.usage["reads"] += 1
         if o is None:
+            self._unobserved_read_bytes()
             self._tool_failed(position)
             return _ENDED
         self._take("read", {"source_id": source})
