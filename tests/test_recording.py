@@ -22,6 +22,7 @@ from tracestore.recording.decisions import recorded_disagreements
 from tracestore.store.log import EventStore
 
 from conftest import FIXTURES
+from long_stream import long_anthropic_stream
 
 REAL = FIXTURES / "real"
 PARIS = json.loads((FIXTURES / "tasks" / "paris.json").read_text())
@@ -342,35 +343,12 @@ def test_t8_asyncio_tasks_interleave_in_global_order_as_fed(rec: Recorder) -> No
 
 # -- bounded memory ------------------------------------------------------------------------------
 
-def _long_anthropic_stream(total: int, chunk: int):
-    """A valid Anthropic stream of about ``total`` bytes of 16 KB text deltas, in chunks."""
-    head = (b'event: message_start\ndata: {"type":"message_start","message":{"model":"claude-x",'
-            b'"id":"m","type":"message","role":"assistant","content":[],'
-            b'"usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
-            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-            b'"content_block":{"type":"text","text":""}}\n\n')
-    delta = ('event: content_block_delta\ndata: ' + json.dumps(
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "text_delta", "text": "y" * 16000}}) + "\n\n").encode()
-    tail = (b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-            b'event: message_delta\ndata: {"type":"message_delta","delta":'
-            b'{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}\n\n'
-            b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
-    buf = bytearray(head)
-    for _ in range(total // len(delta)):
-        buf += delta
-        while len(buf) >= chunk:
-            yield bytes(buf[:chunk])
-            del buf[:chunk]
-    yield bytes(buf + tail)
-
-
 def test_memory_stays_bounded_while_a_long_stream_is_recorded(rec: Recorder) -> None:
     import tracemalloc
 
     total, chunk = 16 * 1024 * 1024, 256 * 1024
     attempt = rec.trace("big").attempt("a", api="anthropic-messages")
-    pieces = _long_anthropic_stream(total, chunk)
+    pieces = long_anthropic_stream(total, chunk)
     tracemalloc.start()
     try:
         fed = 0

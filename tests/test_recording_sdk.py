@@ -399,3 +399,68 @@ def test_a_recorded_sdk_attempt_fills_the_settings_fields_of_the_review(rec, ser
         assert "model=claude-haiku-4-5" in fields[name]["value"]
         assert "max_tokens=64" in fields[name]["value"]
     assert "live recording" in fields["trace_origin"]["value"]
+
+
+def test_asyncio_tasks_a_retry_while_the_first_still_delivers_supersedes_it(
+        rec, server) -> None:
+    """The T8 situation with the async clients in two asyncio tasks of one event loop: the
+    old body is held mid-stream, the retry runs to the end, then the old body finishes."""
+    import anthropic
+    import openai
+
+    old_route = route_for(ANTHROPIC, chunk=30, hold_at=700)
+    server.routes["/v1/messages"] = old_route
+    server.routes["/v1/responses"] = route_for(RESPONSES, chunk=64)
+    transport = AsyncRecordingTransport(rec.trace("q", task={"answer_patterns": ["Paris"]}))
+    old_text: list[str] = []
+    new_text: list[str] = []
+
+    async def old_reader() -> None:
+        client = anthropic.AsyncAnthropic(api_key="t", base_url=server.url, max_retries=0,
+                                          http_client=httpx.AsyncClient(transport=transport))
+        stream = await client.messages.create(model="m", max_tokens=9, stream=True,
+                                              messages=[{"role": "user", "content": "x"}])
+        async for event in stream:
+            if event.type == "content_block_delta":
+                old_text.append(event.delta.text)
+
+    async def new_reader() -> None:
+        assert await asyncio.to_thread(old_route.reached.wait, 20)  # old is mid-body
+        client = openai.AsyncOpenAI(api_key="t", base_url=f"{server.url}/v1", max_retries=0,
+                                    http_client=httpx.AsyncClient(transport=transport))
+        stream = await client.responses.create(model="gpt-4o", input="x", stream=True)
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                new_text.append(event.delta)
+        old_route.release.set()  # the old body goes on only after the retry has finished
+
+    async def main() -> None:
+        await asyncio.wait_for(asyncio.gather(old_reader(), new_reader()), 60)
+
+    asyncio.run(main())
+    transport.flush()
+    first, second = transport.attempts
+    assert rec.store.read(attempt_id=second.attempt_id)[0].event.retry_of == first.attempt_id
+    answer = "".join(new_text)
+    second.destination("ui", answer)
+    events = rec.store.read(trace_id="q")
+    old_d = decide_release(events, first.attempt_id)
+    new_d = decide_release(events, second.attempt_id)
+    assert (old_d.status, old_d.reasons) == ("superseded", ("superseded_by_newer_attempt",))
+    assert (new_d.status, new_d.answer) == ("released", "The capital of France is Paris.")
+    assert answer == new_d.answer
+    assert "".join(old_text) and "".join(old_text) not in new_d.answer
+    # The old attempt's late bytes (after the hold) come after the retry's start in the log.
+    started = next(e.position for e in events if e.type == "attempt.started"
+                   and e.event.attempt_id == second.attempt_id)
+    old_segments = [e for e in events if e.type == "capture.segment"
+                    and e.event.attempt_id == first.attempt_id]
+    assert old_segments[0].position < started < old_segments[-1].position
+    assert old_segments[-1].event.offset + old_segments[-1].event.size == \
+        ANTHROPIC.stat().st_size  # every byte of the old body, though superseded
+    released = [e.event.attempt_id for e in events
+                if isinstance(e.event, ReleaseDecided) and e.event.eligible]
+    assert released == [second.attempt_id]
+    from tracestore.projections.destinations import audit
+
+    assert audit(events, trace_id="q").violations == ()

@@ -42,8 +42,8 @@ from tracestore.projections import reasons as R
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, RuleInForce,
                                             rule_in_force)
 
-#: Events read per query while catching a planner up with the log.
-READ_BATCH = 500
+#: Events read per query while judging from the log (frames of a long answer may be large).
+READ_BATCH = 200
 
 #: Plans made again after a trace-stream conflict before giving up (each conflict means
 #: another writer changed the trace's rule or bindings in between: rare, never endless).
@@ -123,6 +123,21 @@ def plan_decisions(events: Iterable[StoredEvent], trace_id: str,
     for stored in events:
         planner.feed(stored)
     return planner.missing()
+
+
+def decide_attempt(store: Any, trace_id: str, attempt_id: str) -> ReleaseDecision | None:
+    """``decide_release`` of one attempt over the log read in batches, so the trace's
+    events are never all in memory at once (a 100 MB answer's frames would be several
+    times its size as events).  None when the attempt is not in the trace."""
+    trace_events = store.read(stream=trace_stream(trace_id))
+    rule = rule_in_force(trace_events, trace_id)
+    judge: ReleaseJudge | None = None
+    for stored in store.iter_events(trace_id=trace_id, batch_size=READ_BATCH):
+        if judge is not None:
+            judge.feed(stored)
+        elif isinstance(stored.event, AttemptStarted) and stored.event.attempt_id == attempt_id:
+            judge = ReleaseJudge.for_attempt([*trace_events, stored], attempt_id, rule)
+    return judge.decision() if judge is not None else None
 
 
 def decision_id(attempt_id: str, rule_version: int | None, part: str) -> str:
@@ -228,6 +243,7 @@ def recorded_disagreements(events: Sequence[StoredEvent], attempt_id: str,
     return found
 
 
-__all__ = ["DecisionPlanner", "Disagreement", "catch_up", "decision_events", "decision_id",
+__all__ = ["DecisionPlanner", "Disagreement", "catch_up", "decide_attempt", "decision_events",
+           "decision_id",
            "plan_decisions", "record_decisions",
            "recorded_decisions", "recorded_disagreements"]

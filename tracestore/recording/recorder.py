@@ -34,9 +34,9 @@ from tracestore.events import (
 from tracestore.ingest import (
     DRAIN_OUTCOMES, Bindings, binding_events, check_binding_conflicts, event_id,
 )
-from tracestore.projections.release import ReleaseDecision, decide_release
+from tracestore.projections.release import ReleaseDecision
 from tracestore.projections.semantics import validate_rule
-from tracestore.recording.decisions import DecisionPlanner, record_decisions
+from tracestore.recording.decisions import DecisionPlanner, decide_attempt, record_decisions
 from tracestore.recording.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.stream import FeedResult, LiveCapture
 
@@ -276,13 +276,15 @@ class AttemptRecorder:
         self._destination(destination, text, readback=True)
 
     def decision(self) -> ReleaseDecision:
-        """The release decision as the log stands now (recomputed by the projection)."""
+        """The release decision as the log stands now (recomputed by the projection from
+        the log read in batches: memory does not grow with the trace's events)."""
         with self._rec.lock:
             if not self.started:
                 raise NotFound(f"attempt {self.attempt_id!r} is not recorded yet (no bytes told "
                                "its API)", code="not_started", attempt_id=self.attempt_id)
-            events = self._rec.store.read(trace_id=self.trace.trace_id)
-        return decide_release(events, self.attempt_id)
+            decided = decide_attempt(self._rec.store, self.trace.trace_id, self.attempt_id)
+        assert decided is not None  # started: its start is in the trace
+        return decided
 
     # -- internals -----------------------------------------------------------------------
     def _destination(self, destination: str, text: str, *, readback: bool) -> None:
