@@ -65,12 +65,18 @@ class EventStreamDecoder(Decoder):
         self._header_cache: dict[bytes, dict[str, HeaderValue]] = {}
         # Text framings strip a BOM; a binary framing must not.
         self._at_start = False
+        # Bytes the buffer must hold before parsing can progress: a prelude, or the whole
+        # message whose prelude was already checked.  Live chunks (16-64 bytes) mostly end
+        # inside a message; they are only appended, not re-parsed and re-checked each time.
+        self._wanted = _PRELUDE_LEN
 
     def _feed(self, chunk: bytes) -> list[Frame]:
         buf = self._buf
         data: Buffer
         if buf:
             buf += chunk
+            if len(buf) < self._wanted:
+                return self._completed
             data = buf
         else:
             data = chunk  # fast path: parse in place, copy only the tail
@@ -93,6 +99,7 @@ class EventStreamDecoder(Decoder):
         unpack_prelude = _PRELUDE.unpack_from
         unpack_u32 = _U32.unpack_from
         cache = self._header_cache
+        self._wanted = _PRELUDE_LEN
         while n - i >= _PRELUDE_LEN:
             total, headers_len, prelude_crc = unpack_prelude(data, i)
             if crc32(view[i:i + 8]) != prelude_crc:
@@ -104,7 +111,8 @@ class EventStreamDecoder(Decoder):
                 self._byte_limit(base + i, total)
             end = i + total
             if end > n:
-                break  # wait for the rest of this message
+                self._wanted = total  # the rest of this message (its prelude is checked)
+                break
             (message_crc,) = unpack_u32(data, end - 4)
             if crc32(view[i + 8:end - 4], prelude_crc) != message_crc:
                 self._fail(base + i, "message CRC32 does not match", "message_crc_mismatch")
