@@ -37,6 +37,8 @@ from tracestore.errors import WireError
 from tracestore.wire.base import Decoder
 from tracestore.wire.frames import Frame, SSEEvent, SSEEventDraft, Truncation
 from tracestore.wire.sse_blocks import SSEInterpreter
+
+_new = object.__new__
 from tracestore.wire.utf8 import TRUNCATED_FRAME, tail_code
 
 
@@ -50,8 +52,8 @@ class SSEDecoder(SSEInterpreter):
         # general path costs more than decoding a 300-byte event.  Everything else (the
         # first bytes with a possible BOM, a CR anywhere, a poisoned or closed decoder)
         # takes the general path.  Errors are raised from the same interpretation code.
-        if (self._at_start or self._cr_held or self._error is not None or self._closed
-                or type(chunk) is not bytes or chunk.find(b"\r") >= 0):
+        # (``_lf_ok``: past the start, no CR held, not poisoned, not closed.)
+        if not self._lf_ok or type(chunk) is not bytes or chunk.find(b"\r") >= 0:
             return Decoder.feed(self, chunk)
         buf = self._buf
         if not buf and self._block_start is None and chunk.endswith(b"\n\n"):
@@ -86,7 +88,8 @@ class SSEDecoder(SSEInterpreter):
             if frame is not None:
                 out.append(frame)
             elif region.find(b"\n\n\n") < 0:
-                self._blocks(region, b"\n", out)
+                if not self._data_only(region, out):
+                    self._blocks(region, b"\n", out)
             else:
                 self._region(region, False, out)
             if len(buf) > self.max_frame_bytes:  # (no block is open after a blank line)
@@ -94,6 +97,7 @@ class SSEDecoder(SSEInterpreter):
         except WireError as exc:
             exc.frames = list(out)  # as Decoder.feed does
             self._error = exc
+            self._lf_ok = False
             raise
         return out
 
@@ -123,7 +127,7 @@ class SSEDecoder(SSEInterpreter):
                 return None
         except UnicodeDecodeError:
             return None  # the general path reports the first bad byte
-        frame = object.__new__(SSEEventDraft)  # new_sse_event inlined (see frames.py)
+        frame = _new(SSEEventDraft)  # new_sse_event inlined (see frames.py)
         frame.offset = self._pos
         frame.length = n
         frame.event = event
@@ -136,8 +140,50 @@ class SSEDecoder(SSEInterpreter):
         self._pos += n
         return frame  # type: ignore[return-value]
 
+    def _data_only(self, region: bytes, out: list[Frame]) -> bool:
+        """Decode ``region`` if it is nothing but ``data: X`` one-line blocks (OpenAI Chat
+        Completions and every compatible provider); False (nothing changed) if not.
+
+        ``region`` is LF-only, ends with a blank line and has no other blank-line runs.  If
+        it has exactly two LFs per block and starts with ``data: ``, then splitting between
+        the blocks on ``\\n\\ndata: `` yields the values themselves: no per-block checks.
+        """
+        if not region.startswith(b"data: ") or self._block_start is not None:
+            return False
+        blocks = region.count(b"\n\n")
+        if (region.count(b"\n") != blocks + blocks or len(region) > self.max_frame_bytes
+                or self.frame_count + blocks > self.max_frames):
+            return False
+        values = region[6:-2].split(b"\n\ndata: ")
+        if len(values) != blocks:
+            return False
+        pos = self._pos
+        last_id = self.last_event_id
+        frames = []
+        append = frames.append
+        try:
+            for value in values:
+                frame = _new(SSEEventDraft)  # new_sse_event inlined (see frames.py)
+                frame.offset = pos
+                frame.length = size = len(value) + 8
+                frame.event = "message"
+                frame.data = value.decode()  # UTF-8, strict
+                frame.id = last_id
+                frame.retry = None
+                frame.event_field_present = False
+                frame.__class__ = SSEEvent
+                append(frame)
+                pos += size
+        except UnicodeDecodeError:
+            return False  # the general path reports the first bad byte
+        out += frames
+        self._pos = pos
+        self.frame_count += blocks
+        return True
+
     def _feed(self, chunk: bytes) -> list[Frame]:
         """General path: interpret every complete line now, whatever the line ends."""
+        self._lf_ok = False  # until this call ends well
         buf = self._buf
         data: bytes | bytearray
         if buf or self._at_start:
@@ -172,6 +218,7 @@ class SSEDecoder(SSEInterpreter):
         self._cr_held = held
         self._scan = len(buf) - 1 if held else len(buf)
         self._check_pending(out)
+        self._lf_ok = not held
         return out
 
     def _check_pending(self, out: list[Frame]) -> None:
@@ -191,6 +238,7 @@ class SSEDecoder(SSEInterpreter):
             self._byte_limit(start, pending)
 
     def _close(self) -> list[Frame]:
+        self._lf_ok = False
         out: list[Frame] = []
         buf = self._buf
         self._at_start = False

@@ -55,6 +55,8 @@ class SSEInterpreter(Decoder):
         self._scan = 0
         # _buf ends with a CR that may be the first half of a CRLF.
         self._cr_held = False
+        # SSEDecoder.feed may take its LF-only path (see there).
+        self._lf_ok = False
         # The event block being assembled (None / empty while between blocks).
         self._block_start: int | None = None
         # None (no data line yet), one str, or a list of str for multi-line data.
