@@ -125,3 +125,23 @@ def test_release_json_loads_only_what_it_reads(tmp_path) -> None:
     unwanted = ("tracestore.review.templates", "tracestore.review.amend", "tracestore.wire.sse",
                 "tracestore.wire.eventstream", "regex", "jinja2", "jsonschema")
     assert [m for m in unwanted if m in report["modules"]] == []
+
+
+def test_command_homes_name_every_command_where_it_is_defined() -> None:
+    # `tracestore CMD` registers only COMMAND_HOMES[CMD]'s module; a command missing from
+    # the map would still run (all are registered then), only slower.
+    from tracestore.cli import COMMAND_HOMES, app
+
+    homes = {info.name or info.callback.__name__.replace("_", "-"):
+             info.callback.__module__.rsplit(".", 1)[-1] for info in app.registered_commands}
+    homes.update({group.name: group.typer_instance.registered_commands[0].callback.__module__
+                  .rsplit(".", 1)[-1] for group in app.registered_groups})
+    assert homes == COMMAND_HOMES
+
+
+def test_running_one_command_registers_only_its_module() -> None:
+    out, code, modules = run_cli("release", "--help")
+    assert code == 0 and "Usage: tracestore release" in out
+    # release_cmds reads input through store_cmds; nothing else is loaded.
+    assert sorted(m for m in modules if m.endswith("_cmds")) == [
+        "tracestore.cli.release_cmds", "tracestore.cli.store_cmds"]

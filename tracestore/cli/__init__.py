@@ -1,13 +1,18 @@
 """The ``tracestore`` command line: a thin Typer layer over the library.
 
 Each ``*_cmds`` module registers its commands on the shared ``app`` when imported.
+``main`` (the ``tracestore`` script) imports only the module of the command it runs --
+Typer inspects the signature of every registered command on each start, which for all of
+them cost more than a small command's own work.  ``tracestore.cli.app`` (tests, embedding)
+has every command.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
-from tracestore.cli.common import app
+from tracestore.cli import common as _common
 from tracestore.cli.help import install as install_help
 
 # Command modules, in help order.  A module that is not present yet is skipped so the CLI
@@ -16,16 +21,36 @@ _COMMAND_MODULES = (
     "store_cmds", "log_cmds", "bulk_cmds", "checkpoint_cmds", "release_cmds", "review_cmds",
     "recording_cmds", "contract_cmds", "agent_cmds", "report_cmds", "export_cmds",
 )
+# Where each command lives (tests/test_startup.py checks this against the modules).
+COMMAND_HOMES = {
+    "init": "store_cmds", "ingest": "store_cmds",
+    "events": "log_cmds", "attempts": "log_cmds", "verify": "log_cmds",
+    "ingest-batch": "bulk_cmds", "checkpoint": "checkpoint_cmds",
+    "release": "release_cmds", "replay": "release_cmds", "audit": "release_cmds",
+    "review": "review_cmds", "templates": "review_cmds",
+    "destination": "recording_cmds", "task": "recording_cmds",
+    "scenario-schema": "recording_cmds", "contract": "contract_cmds", "grade": "agent_cmds",
+    "report": "report_cmds", "export": "export_cmds", "import": "export_cmds",
+}
 
-for _name in _COMMAND_MODULES:
-    try:
-        importlib.import_module(f"tracestore.cli.{_name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"tracestore.cli.{_name}":
-            raise
 
-# Plain help pages and JSON usage errors for every command registered above.
-install_help(app)
+def register(modules: tuple[str, ...] = _COMMAND_MODULES) -> Any:
+    """Import the command modules (all by default); return the app they registered on."""
+    for name in modules:
+        try:
+            importlib.import_module(f"tracestore.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"tracestore.cli.{name}":
+                raise
+    # Plain help pages and JSON usage errors for every command registered so far.
+    install_help(_common.app)
+    return _common.app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return register()
+    raise AttributeError(f"module 'tracestore.cli' has no attribute {name!r}")
 
 
 def main() -> None:
@@ -33,6 +58,10 @@ def main() -> None:
     import os
     import sys
 
+    # The first argument names the command unless it is an option (--help, --version)
+    # or unknown (then Click lists every command, so all are registered).
+    home = COMMAND_HOMES.get(sys.argv[1]) if len(sys.argv) > 1 else None
+    app = register((home,) if home else _COMMAND_MODULES)
     try:
         app(prog_name="tracestore")  # also under python -m tracestore
     except Exception as exc:  # noqa: BLE001 - last resort: bugs, not bad input
@@ -43,4 +72,4 @@ def main() -> None:
         sys.exit(70)
 
 
-__all__ = ["app", "main"]
+__all__ = ["COMMAND_HOMES", "app", "main", "register"]
