@@ -9,7 +9,10 @@ is a distinct capture and a distinct attempt) into one folder, then, in the same
 * the bulk rate: ``tracestore ingest-batch FOLDER`` over all files, one process;
 * ``tracestore replay FILE`` as one process per scenario against ``tracestore replay
   FOLDER`` (one transaction, a savepoint per scenario), over the seed 003 scenarios copied
-  ``--copies`` times with their trace and attempt ids renamed per copy.
+  ``--copies`` times with their trace and attempt ids renamed per copy; and, in this
+  process (start-up left out), the same scenarios appended one transaction each
+  (``append_scenario`` in a loop, what ``replay FOLDER`` did before) against one
+  transaction with a savepoint each (``append_scenarios``).
 
 Goal (issue 13): bulk >= 10x the per-file rate, for both.
 
@@ -65,6 +68,24 @@ def make_scenarios(folder: Path, copies: int) -> list[Path]:
     return made
 
 
+def in_process(files: list[Path], tmp: str) -> tuple[float, float]:
+    """Seconds to append ``files`` one transaction each, and in one with savepoints."""
+    from tracestore.cli.release_cmds import append_scenario, append_scenarios, read_scenario
+    from tracestore.store.log import EventStore
+
+    scenarios = [read_scenario(f) for f in files]
+    with EventStore(f"sqlite:///{tmp}/each.db") as store:
+        start = time.perf_counter()
+        for scenario in scenarios:
+            append_scenario(store, scenario)
+        each = time.perf_counter() - start
+    with EventStore(f"sqlite:///{tmp}/once.db") as store:
+        start = time.perf_counter()
+        append_scenarios(store, scenarios)
+        once = time.perf_counter() - start
+    return each, once
+
+
 def wall(argv: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=3600)
@@ -91,6 +112,7 @@ def main() -> None:
         one_each = sum(wall([ts, "replay", str(f), "--db", f"{tmp}/replay-one.db", "--json"])
                        for f in scenarios[:args.sample])
         replay = wall([ts, "replay", str(replay_dir), "--db", f"{tmp}/replay.db", "--json"])
+        each, once = in_process(scenarios, tmp)
     per_rate, bulk_rate = len(sample) / per_file, len(files) / bulk
     print(f"ingest FILE, one process per file: {per_rate:7.1f} files/s ({len(sample)} files)")
     print(f"ingest-batch FOLDER, one process:  {bulk_rate:7.1f} files/s ({len(files)} files)")
@@ -101,6 +123,9 @@ def main() -> None:
     print(f"replay FOLDER, one process:            {folder_rate:7.1f} scenarios/s "
           f"({len(scenarios)} scenarios)")
     print(f"  ratio {folder_rate / one_rate:.1f}x   (goal >= 10)")
+    n = len(scenarios)
+    print(f"in one process, {n} scenarios: a transaction each {n / each:7.1f} scenarios/s, "
+          f"one transaction with savepoints {n / once:7.1f} scenarios/s ({each / once:.1f}x)")
 
 
 if __name__ == "__main__":
