@@ -59,3 +59,42 @@ def test_attempts_listing_from_one_query_matches_the_events(db_file: Path) -> No
                              "api": getattr(first.event, "api", None),
                              "first_position": first.position})
     assert code == 0 and listing == expected and len(listing) >= 8
+
+
+def test_iter_traces_yields_each_trace_as_read_gives_it(store: EventStore) -> None:
+    """The driver-level loader (tuples, one prepared query per trace) on every backend."""
+    from tracestore.ingest import plan_ingest
+
+    data = (PROJECTIONS / "t1.json").read_bytes()
+    for attempt, trace in (("a1", "t-one"), ("a2", "t-two"), ("a3", "t-one")):
+        store.append(plan_ingest(data, filename="t1.json", attempt_id=attempt,
+                                 trace_id=trace).events, blob_data=[data])
+    traces = list(store.iter_traces(batch_size=1))
+    assert [trace for trace, _ in traces] == ["t-one", "t-two"]
+    for trace, loaded in traces:
+        assert loaded == store.read(trace_id=trace)
+    assert [len(loaded) for _, loaded in traces] == [19, 10]  # one trace.opened per trace
+
+
+def test_iter_traces_reports_a_damaged_row_by_position(db_file: Path) -> None:
+    import sqlite3
+
+    import pytest
+
+    from tracestore.errors import StoreError
+
+    assert run("ingest", str(PROJECTIONS / "t1.json"), "--json", db=db_file)[0] == 0
+    conn = sqlite3.connect(db_file)
+    conn.execute("DROP TRIGGER ts_events_no_update")
+    conn.execute("UPDATE ts_events SET payload = '{\"type\": \"frame.received\"}' "
+                 "WHERE position = 4")
+    conn.commit()
+    conn.close()
+    with EventStore(f"sqlite:///{db_file}", migrate_schema=False) as store:
+        with pytest.raises(StoreError) as caught:
+            list(store.iter_traces())
+    assert caught.value.code == "store_damaged"
+    assert str(caught.value) == (
+        "store_damaged: the event at position 4 cannot be read (invalid_event: event of type "
+        "'frame.received' is not valid: frame.received.attempt_id: Field required); run "
+        "tracestore verify")

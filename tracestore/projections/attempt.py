@@ -91,6 +91,7 @@ class AttemptFold:
         self.superseded_at: int | None = None
         self.superseded_by: str | None = None
         self._inline_tags_scan = InlineTagScanner()
+        self._view: AttemptView | None = None  # the last view built; any apply drops it
 
     # -- derived facts the release decision reads ------------------------------------
     @property
@@ -103,6 +104,7 @@ class AttemptFold:
     # -- folding ---------------------------------------------------------------------
     def apply(self, stored: StoredEvent) -> bool:
         """Fold one event; True when it concerns this attempt (or supersedes it)."""
+        self._view = None
         event = stored.event
         if isinstance(event, AttemptStarted):
             return self._maybe_superseded(stored, event)
@@ -296,6 +298,13 @@ class AttemptFold:
 
     # -- the frozen view -------------------------------------------------------------
     def view(self) -> AttemptView:
+        """The frozen view of what is folded so far (built once per state: a decision and
+        its audit both ask for it)."""
+        if self._view is None:
+            self._view = self._build_view()
+        return self._view
+
+    def _build_view(self) -> AttemptView:
         s = self.started
         blocks = tuple(
             BlockText(b, "".join(p), self.block_pos[b][0], self.block_pos[b][-1], tuple(p))

@@ -53,7 +53,10 @@ def find_bindings(events: Sequence[StoredEvent], trace_id: str) -> TraceBindings
     contract = request = None
     for stored in events:
         event = stored.event
-        if getattr(event, "trace_id", None) != trace_id:
+        # The type test first: ``getattr`` of a field a pydantic model lacks is slow, and
+        # most events (frames) have no trace id.
+        if (event.__class__ is not ContractBound and event.__class__ is not RequestBound
+                or event.trace_id != trace_id):
             continue
         if contract is None and isinstance(event, ContractBound):
             contract = cached_contract(event.sha256, event.contract)

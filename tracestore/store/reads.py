@@ -69,6 +69,19 @@ def _check_positions(**positions: int | None) -> None:
                              code="position_out_of_range", **{name: value})
 
 
+def _driver_fetch(conn: Connection, cursor: Any, sql: str, params: tuple[Any, ...],
+                  ) -> list[Any]:
+    """All rows of ``sql`` from a driver cursor; a driver error is raised as SQLAlchemy's
+    ``DBAPIError``, so it is translated like any other read's."""
+    dialect = conn.dialect
+    try:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(sql, params, exc, dialect.loaded_dbapi.Error,
+                                  dialect=dialect) from exc
+
+
 class LogReads:
     """The read half of ``EventStore`` (it supplies ``url``, the engines and ``_mark``)."""
 
@@ -196,14 +209,22 @@ class LogReads:
         """
         ids = (select(events.c.trace_id).where(events.c.trace_id.is_not(None))
                .group_by(events.c.trace_id).order_by(func.min(events.c.position)))
-        columns = ", ".join(c.name for c in events.columns)
-        per_trace = (f"SELECT {columns} FROM ts_events WHERE trace_id = {self._mark} "
+        per_trace = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {self._mark} "
                      "ORDER BY position")
         try:  # a generator: ``_translated`` would not see errors raised while it runs
             with self._reader.connect() as conn:
-                for (trace_id,) in conn.execution_options(yield_per=batch_size).execute(ids):
-                    rows = conn.exec_driver_sql(per_trace, (trace_id,)).mappings().all()
-                    yield trace_id, [_to_stored(row) for row in rows]
+                # The driver's own cursor: tuples, no per-row SQLAlchemy result processing.
+                cursor = conn.connection.cursor()
+                times: dict[str, dt.datetime] = {}
+                trace_ids = conn.execution_options(yield_per=batch_size).execute(ids)
+                try:
+                    for (trace_id,) in trace_ids:
+                        rows = _driver_fetch(conn, cursor, per_trace, (trace_id,))
+                        yield trace_id, [_stored_from_row(row, times) for row in rows]
+                        if len(times) > 64:  # bounded: a store has many append times
+                            times.clear()
+                finally:
+                    cursor.close()
         except DBAPIError as exc:
             raise database_error(exc, self.url, "in iter_traces") from exc
 
@@ -238,22 +259,41 @@ def _field(payload: Any, name: str) -> Any:
     return value if isinstance(value, str) else None
 
 
+#: The envelope columns in table order: what ``_stored_from_row`` unpacks.
+ROW_COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at, trace_id, "
+               "payload, hash")
+
+
 def _to_stored(row: Mapping[str, Any]) -> StoredEvent:
+    return _stored_from_row(tuple(row[name] for name in _COLUMN_NAMES))
+
+
+_COLUMN_NAMES = tuple(name.strip() for name in ROW_COLUMNS.split(","))
+
+
+def _stored_from_row(row: Sequence[Any], times: dict[str, dt.datetime] | None = None,
+                     ) -> StoredEvent:
+    """The event of one stored row (a tuple in ``ROW_COLUMNS`` order).
+
+    ``times`` caches parsed recording times: one append stamps all its events with one
+    time, so a trace's events usually share a single string.
+    """
+    (position, event_id, stream, version, type_name, schema_version, recorded_at, trace_id,
+     payload, digest) = row
     try:
-        type_name, schema_version = row["type"], row["schema_version"]
         if SCHEMA_VERSIONS.get(type_name) == schema_version:
-            event = parse_event_json(row["payload"], type_name)
+            event = parse_event_json(payload, type_name)
         else:
-            event = parse_event(upcast(type_name, schema_version, json.loads(row["payload"])))
-        return StoredEvent(
-            position=row["position"], id=row["id"], stream=row["stream"],
-            version=row["version"], type=type_name, schema_version=schema_version,
-            recorded_at=dt.datetime.fromisoformat(row["recorded_at"]),
-            trace_id=row["trace_id"], event=event, hash=row["hash"],
-        )
+            event = parse_event(upcast(type_name, schema_version, json.loads(payload)))
+        when = times.get(recorded_at) if times is not None else None
+        if when is None:
+            when = dt.datetime.fromisoformat(recorded_at)
+            if times is not None:
+                times[recorded_at] = when
+        return StoredEvent(position, event_id, stream, version, type_name, schema_version,
+                           when, trace_id, event, digest)
     except (ValueError, TypeError, KeyError, RecursionError, InputError) as exc:
         # A row the store wrote always loads; one that does not was changed behind its back.
-        position = row.get("position")
         raise StoreError(f"the event at position {position} cannot be read "
                          f"({str(exc).splitlines()[0][:200]}); run tracestore verify",
                          code="store_damaged", position=position) from None

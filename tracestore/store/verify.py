@@ -3,13 +3,15 @@
 What a pass proves (docs/store.md, "What verify proves, and what it cannot"): every row
 from position 1 to the head is present, in order, and unchanged since it was appended
 *relative to its predecessors*; every ``capture.stored`` or ``capture.segment`` event's
-raw bytes are present and hash to the address it names; and, given a signed checkpoint, that the log still extends
-the head that was signed.  Without a checkpoint, deleting the tail or re-hashing every row
-after an edit cannot be detected by looking at the database alone.
+raw bytes are present and hash to the address it names; and, given a signed checkpoint,
+that the log still extends the head that was signed.  Without a checkpoint, deleting the
+tail or re-hashing every row after an edit cannot be detected by looking at the database
+alone.
 
-Rows are read with their text columns as raw bytes on SQLite (``CAST … AS BLOB``) so a
-payload written with another type or with invalid UTF-8 is reported as a broken chain at
-its position instead of failing inside the driver.
+The pass reads plain tuples through the driver and confirms each row's hash.  A row it
+cannot confirm is read again with its text columns as raw bytes on SQLite (``CAST … AS
+BLOB``) and judged exactly, so a payload written with another type or with invalid UTF-8
+is reported as a broken chain at its position instead of failing inside the driver.
 """
 
 from __future__ import annotations
