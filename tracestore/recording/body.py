@@ -35,6 +35,12 @@ QUIET_SECONDS = 0.02
 #: dies mid-stream has recorded all but at most this much of what it had received.
 MAX_LAG_SECONDS = 0.25
 
+#: Chunks of one attempt waiting next to each other in the queue are recorded as one
+#: ``feed`` (one transaction) up to this many bytes: the same frames, fewer commits.
+MERGE_BYTES = 1024 * 1024
+
+_NOTHING: Any = object()
+
 
 class BodyAttempt:
     """One recorded body: the recorder calls, each guarded so failures never reach the app.
@@ -76,13 +82,16 @@ class BodyAttempt:
         the foreground, the one before it is recorded now (after the app had it)."""
         chunk = bytes(chunk)
         if self.owner.background:
-            self.owner.submit(lambda: self._guard(lambda: (self._open(),
-                                                           self.recorder.feed(chunk))))
+            self.owner.submit(_Chunk(self, chunk))
             return
         with self.owner.lock:
             previous, self.pending = self.pending, chunk
             if previous:
                 self._guard(lambda: (self._open(), self.recorder.feed(previous)))
+
+    def record(self, data: bytes) -> None:
+        """Record ``data`` (bytes the application already had) now."""
+        self._guard(lambda: (self._open(), self.recorder.feed(data)))
 
     def flush(self) -> None:
         """Record what the app already holds (called under the transport's lock)."""
@@ -184,19 +193,41 @@ class BodyRecording:
         self._queue.put((work, now))  # blocks only when QUEUE_ITEMS wait (bounded memory)
 
     def _write_loop(self) -> None:
+        carry = _NOTHING
         while True:
-            item = self._queue.get()
+            item, carry = (self._queue.get() if carry is _NOTHING else carry), _NOTHING
+            merged = 0
             try:
                 if item is None:
                     return
                 work, queued_at = item
                 self._wait_for_a_pause(queued_at)
+                if isinstance(work, _Chunk):
+                    work, carry, merged = self._merge(work)
                 with self.lock:
                     work()
             except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer silently
                 warnings.warn(f"tracestore: recorder writer error {exc!r}", RuntimeWarning)
             finally:
-                self._queue.task_done()
+                for _ in range(1 + merged):  # ``flush`` waits until these are recorded
+                    self._queue.task_done()
+
+    def _merge(self, first: _Chunk) -> tuple[_Chunk, Any, int]:
+        """``first`` joined with the chunks of its attempt queued right after it; the item
+        taken that did not fit (to run next, in order) and how many were joined."""
+        pieces, size, merged = [first.data], len(first.data), 0
+        while size < MERGE_BYTES:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is None or not isinstance(item[0], _Chunk) \
+                    or item[0].attempt is not first.attempt:
+                return _Chunk(first.attempt, b"".join(pieces)), item, merged
+            pieces.append(item[0].data)
+            size += len(item[0].data)
+            merged += 1
+        return _Chunk(first.attempt, b"".join(pieces)), _NOTHING, merged
 
     def _wait_for_a_pause(self, queued_at: float) -> None:
         """Hold back until the application's reads pause (``QUIET_SECONDS``), the oldest
@@ -250,6 +281,18 @@ class BodyRecording:
         self.failures.append(exc)
         warnings.warn(f"tracestore: recording stopped for this attempt ({exc}); the "
                       "application's stream is unaffected", RuntimeWarning, stacklevel=3)
+
+
+class _Chunk:
+    """Bytes an attempt's application received, waiting for the writer."""
+
+    __slots__ = ("attempt", "data")
+
+    def __init__(self, attempt: BodyAttempt, data: bytes) -> None:
+        self.attempt, self.data = attempt, data
+
+    def __call__(self) -> None:
+        self.attempt.record(self.data)
 
 
 __all__ = ["QUEUE_ITEMS", "BodyAttempt", "BodyRecording"]

@@ -20,6 +20,7 @@ opened — nothing routes by a "current attempt".
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import threading
 import uuid
@@ -104,14 +105,15 @@ class Recorder:
     PLANNERS_KEPT = 64
 
     def record_decisions(self, trace_id: str) -> list[int]:
-        """Append the trace's newly final decisions (call with ``lock`` held).  The plan is
-        caught up from the events this recorder has not read yet, outside the write
-        transaction; only the append itself takes the database's write lock."""
-        planner = self._planners.pop(trace_id, None) or DecisionPlanner(trace_id)
-        self._planners[trace_id] = planner
-        while len(self._planners) > self.PLANNERS_KEPT:
-            self._planners.popitem(last=False)
-        return record_decisions(self.store, trace_id, planner)
+        """Append the trace's newly final decisions.  The plan is caught up from the events
+        this recorder has not read yet, outside the write transaction; only the append
+        itself takes the database's write lock.  ``lock`` guards the shared planners."""
+        with self.lock:
+            planner = self._planners.pop(trace_id, None) or DecisionPlanner(trace_id)
+            self._planners[trace_id] = planner
+            while len(self._planners) > self.PLANNERS_KEPT:
+                self._planners.popitem(last=False)
+            return record_decisions(self.store, trace_id, planner)
 
     def trace(self, trace_id: str, *, task: TaskRule | Mapping[str, Any] | None = None,
               profile: str | None = None, comparison: str | None = None,
@@ -191,7 +193,8 @@ class TraceRecorder:
                                   request=_request_settings(request), reader=reader)
         attempt._check_new()
         if attempt.capture.api is not None:
-            attempt._write(FeedResult(None))
+            with self.recorder.lock:  # ordered with every other append of this recorder
+                attempt._write(FeedResult(None))
         return attempt
 
     def decisions(self) -> list[ReleaseDecision]:
@@ -390,8 +393,6 @@ class AttemptRecorder:
 
 
 def sha256_bytes(data: bytes) -> str:
-    import hashlib
-
     return hashlib.sha256(data).hexdigest()
 
 
