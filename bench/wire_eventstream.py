@@ -91,6 +91,20 @@ def live(one: bytes, megabytes: float, repeat: int) -> None:
     print(f"live chunk sizes, {len(data) / 1e6:.1f} MB, best of {repeat} (ratio = ours / "
           "botocore messages per second, goal >= 1.0 from 16 B):")
     print("   " + "  ".join(row))
+    # Still linear at a live size: 16-byte chunks of N and 2N bytes.
+    half = data[:len(data) // 2]
+    half = half[:sum(len(m) for m in per_message(half)[:-1])]  # whole messages only
+    times = []
+    for part in (half, half * 2):
+        chunks = [part[i:i + 16] for i in range(0, len(part), 16)]
+        best_time = float("inf")
+        for _ in range(repeat):
+            start = time.perf_counter()
+            ours(chunks)
+            best_time = min(best_time, time.perf_counter() - start)
+        times.append(best_time)
+    print(f"   linear cost, 16-byte chunks: N={len(half):,} B {times[0]:.3f} s, 2N "
+          f"{times[1]:.3f} s, ratio {times[1] / times[0]:.2f}  (goal <= 2 +-25%)")
 
 
 def main() -> None:
@@ -127,6 +141,7 @@ def main() -> None:
         return
     ratio = best["botocore EventStreamBuffer"][0] / best["ours (64 KiB chunks)"][0]
     print(f"   ratio ours/botocore (messages/s): {ratio:.2f}  (goal >= 1.0)")
+    live(one, min(args.megabytes, 2.0), args.repeat)
 
 
 if __name__ == "__main__":

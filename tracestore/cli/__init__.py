@@ -58,6 +58,12 @@ def main() -> None:
     import os
     import sys
 
+    if sys.argv[1:] == ["--version"]:
+        # Exactly what the eager --version option prints, without building every command.
+        from tracestore import __version__
+
+        sys.stdout.write(f"tracestore {__version__}\n")
+        return
     # The first argument names the command unless it is an option (--help, --version)
     # or unknown (then Click lists every command, so all are registered).
     home = COMMAND_HOMES.get(sys.argv[1]) if len(sys.argv) > 1 else None
