@@ -6,7 +6,8 @@ of medians and of best runs is printed:
 
 1. ``tracestore --help`` and ``tracestore --version`` against ``python -c "import typer"``
    (goal: at most 2x);
-2. ``tracestore release ATTEMPT --json`` on a one-attempt store against
+2. ``tracestore release ATTEMPT --json``, ``events --attempt ATTEMPT --json`` and
+   ``review ATTEMPT --format json`` on a one-attempt store against
    ``python -c "import sqlalchemy, pydantic, typer"`` (goal: at most 1.3x).
 
 Run:  python bench/startup.py [--rounds N]
@@ -70,8 +71,15 @@ def main() -> None:
                 "<= 2x")
         compare("tracestore --version", [*ts, "--version"], [*py, "import typer"],
                 args.rounds, "<= 2x")
+        base = [*py, "import sqlalchemy, pydantic, typer"]
         compare("tracestore release a1 --json", [*ts, "release", "a1", "--json", "--db", db],
-                [*py, "import sqlalchemy, pydantic, typer"], args.rounds, "<= 1.3x")
+                base, args.rounds, "<= 1.3x")
+        compare("tracestore events --attempt a1 --json",
+                [*ts, "events", "--attempt", "a1", "--json", "--db", db], base, args.rounds,
+                "<= 1.3x")
+        compare("tracestore review a1 --format json",
+                [*ts, "review", "a1", "--format", "json", "--db", db], base, args.rounds,
+                "<= 1.3x")
 
 
 if __name__ == "__main__":
