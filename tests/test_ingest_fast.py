@@ -290,3 +290,41 @@ def test_positions_are_a_range_equal_to_the_tuple() -> None:
         (True, True, False)
     assert (len(positions), positions[0], positions[-1], list(positions)) == (3, 4, 6, [4, 5, 6])
     assert not Positions(1, 0) and repr(Positions(1, 1_000_000)) == "Positions(1…1000000)"
+
+
+@pytest.fixture
+def small_frame_bound(monkeypatch: pytest.MonkeyPatch) -> int:
+    """MAX_FRAMES_PER_CAPTURE lowered to 5 wherever projections read it."""
+    import tracestore.ingest as ingest_mod
+    import tracestore.ingest_fast as fast_mod
+    import tracestore.ingest_projection as projection_mod
+
+    for module in (ingest_mod, fast_mod, projection_mod):
+        monkeypatch.setattr(module, "MAX_FRAMES_PER_CAPTURE", 5)
+    return 5
+
+
+def _projection(frames: int, labels: int) -> bytes:
+    natives = [{"type": "response.output_text.delta", "delta": f"w{n}"} for n in range(frames)]
+    return json.dumps(natives + [{"local": "stop"}] * (labels - 1)
+                      + [{"local": "drain", "outcome": "clean"}]).encode()
+
+
+def test_exactly_the_frame_bound_plus_labels_is_accepted_on_both_paths(
+        small_frame_bound: int) -> None:
+    # Goal 6 at a size a test can afford: the bound counts native frames, never labels.
+    data = _projection(small_frame_bound, labels=3)
+    fast = plan_ingest(data, filename="edge.json")
+    slow = plan_ingest(data, filename="edge.json", chunk_size=7)
+    assert any(isinstance(e, SerializedEvent) for e in fast.events)  # not handed over
+    assert _rows(fast) == _rows(slow)
+    assert [r[3] for r in _rows(fast)].count("frame.received") == small_frame_bound
+
+
+def test_one_frame_over_the_bound_is_frame_count_limit_on_both_paths(
+        small_frame_bound: int) -> None:
+    data = _projection(small_frame_bound + 1, labels=1)
+    for chunk_size in (None, 7):
+        with pytest.raises(WireError) as caught:
+            plan_ingest(data, filename="over.json", chunk_size=chunk_size)
+        assert caught.value.code == "frame_count_limit"
