@@ -52,6 +52,11 @@ def test_single_result_bare_and_with_format(tmp_path: Path, db_file: Path) -> No
     code, out, _ = run("ingest", str(path), "--format", "agent-result", "--attempt", "r1",
                        "--json", db=db_file)
     assert code == 0 and json.loads(out)["attempts"] == ["r1"]
+    code, out, _ = run("ingest", str(path), "--format", "agent-result", "--attempt", "r1",
+                       db=db_file)
+    # trace, attempt, capture, run opened, 3 x (call, proposal, verdict), 2 tool results, finish
+    assert (code, out.strip()) == (
+        0, "already ingested: 1 agent run of result.json (16 events present, nothing added)")
 
 
 def test_a_capture_is_not_taken_for_an_agent_file() -> None:

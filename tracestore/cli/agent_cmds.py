@@ -60,14 +60,15 @@ def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
                "skipped": len(result.skipped_ids),
                "positions": [result.positions[0], result.positions[-1]]
                if result.positions else [], "decisions_recorded": decided}
+    runs = f"{len(plan.runs)} agent run{'' if len(plan.runs) == 1 else 's'}"
     if as_json:
         emit_json(summary)
     elif result.appended == 0:
-        console.print(term_text(f"already ingested: {len(plan.runs)} runs of {filename} "
+        console.print(term_text(f"already ingested: {runs} of {filename} "
                                 f"({len(result.skipped_ids)} events present, nothing added)"))
     else:
         console.print(term_text(
-            f"ingested {len(plan.runs)} agent runs of {filename} ({plan.format}): "
+            f"ingested {runs} of {filename} ({plan.format}): "
             f"{result.appended} events at positions {result.positions[0]}–"
             f"{result.positions[-1]}"))
 
