@@ -16,6 +16,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from tracestore import Recorder
 from tracestore.cli.store_cmds import append_plan
 from tracestore.events import ReleaseDecided, SemanticJudged, TaskRule
@@ -26,7 +28,7 @@ from tracestore.recording.decisions import (DecisionPlanner, catch_up, record_de
 from tracestore.recording.evidence import revise_task
 from tracestore.store.log import EventStore
 
-from conftest import FIXTURES
+from conftest import FIXTURES, PG_URL, _fresh_pg_url
 
 CAPTURE = FIXTURES / "real" / "anthropic" / "text-basic.sse"
 PARIS = json.loads((FIXTURES / "tasks" / "paris.json").read_text())
@@ -116,9 +118,12 @@ def test_a_long_trace_is_never_read_while_the_write_lock_is_held(tmp_path: Path)
         assert recorded_disagreements(events, decision.attempt_id, decision) == []
 
 
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_writer_processes_sharing_a_trace_of_many_attempts_record_each_decision_once(
-        tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'w.db'}"
+        tmp_path: Path, backend: str) -> None:
+    if backend == "postgresql" and not PG_URL:
+        pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
+    url = f"sqlite:///{tmp_path / 'w.db'}" if backend == "sqlite" else _fresh_pg_url()
     EventStore(url).close()
     writers, attempts = 3, 20
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, url, str(CAPTURE), f"w{n}",
