@@ -60,6 +60,7 @@ def test_help_does_not_import_the_store_or_the_models(args: tuple[str, ...],
     out, code, modules = run_cli(*args)
     assert (code, loaded_heavy(modules)) == (exit_code, [])
     assert "Usage: tracestore" in out and "ingest" in out
+    assert sorted(m for m in modules if m.split(".")[0] == "rich") == []  # nothing printed
 
 
 @pytest.mark.parametrize("command", ["ingest", "ingest-batch", "events", "attempts", "verify", "release",
@@ -123,7 +124,8 @@ def test_release_json_loads_only_what_it_reads(tmp_path) -> None:
                                              "release.decided"])
     assert len(MODELS) == 23
     unwanted = ("tracestore.review.templates", "tracestore.review.amend", "tracestore.wire.sse",
-                "tracestore.wire.eventstream", "regex", "jinja2", "jsonschema")
+                "tracestore.wire.eventstream", "regex", "jinja2", "jsonschema", "rich",
+                "rich.console", "rich.table")
     assert [m for m in unwanted if m in report["modules"]] == []
 
 

@@ -9,14 +9,16 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
 )
+from tracestore.cli.lazy import rich_name
 from tracestore.errors import InputError
+
+box = rich_name("rich.box")
+Table = rich_name("rich.table", "Table")
+Text = rich_name("rich.text", "Text")
 
 
 def read_cases(path: Path | None) -> dict[str, Any] | None:

@@ -16,9 +16,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
+from tracestore.cli.lazy import rich_console, rich_name
 from tracestore.errors import InputError, NotFound, TracestoreError
 from tracestore.store import ENV_VAR
 
@@ -51,8 +50,10 @@ def _root(version: Annotated[bool, typer.Option(
     """Event-sourced trace store and review tool for streamed LLM answers."""
 
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# Rich loads when something is printed (see cli/lazy.py).
+Text = rich_name("rich.text", "Text")
+console = rich_console(highlight=False, soft_wrap=True)
+err_console = rich_console(stderr=True, highlight=False, soft_wrap=True)
 
 DbOption = Annotated[
     Optional[str],

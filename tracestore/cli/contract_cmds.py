@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.text import Text
 
+from tracestore.cli.common import Text  # Rich's, loaded on first use
 from tracestore.cli.common import JsonOption, app, console, emit_json, handles_errors, term_text
 
 contract_app = typer.Typer(help="Output contracts for structured answers (seeds 000 and 004).",

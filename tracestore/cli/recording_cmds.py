@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.text import Text
 
+from tracestore.cli.common import Text  # Rich's, loaded on first use
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, safe_text,
     trace_of_attempt,

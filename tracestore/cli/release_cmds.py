@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.text import Text
 
+from tracestore.cli.common import Text  # Rich's, loaded on first use
 from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
     term_text, trace_of_attempt,

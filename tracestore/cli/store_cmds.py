@@ -290,6 +290,6 @@ def decode_progress(name: str, total: int, *, quiet: bool) -> Iterator[Callable[
 
     columns = (TextColumn("decoding {task.description}"), BarColumn(), DownloadColumn(),
                TransferSpeedColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
+    with Progress(*columns, console=err_console.resolve(), transient=True) as bar:
         task_id = bar.add_task(safe_text(name), total=total)
         yield lambda done: bar.update(task_id, completed=done)

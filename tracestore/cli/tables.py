@@ -18,17 +18,18 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
-from rich.text import Text
 
 from tracestore.agent.describe import AGENT_EVENT_TYPES
-from tracestore.cli.common import console, term_text
+from tracestore.cli.common import Text, console, term_text
+from tracestore.cli.lazy import rich_name
 from tracestore.errors import InputError
 
 if TYPE_CHECKING:
     from tracestore.events import StoredEvent
     from tracestore.projections.destinations import AuditReport, Violation
     from tracestore.projections.release import ReleaseDecision
+
+Table = rich_name("rich.table", "Table")  # loaded when a table is printed (cli/lazy.py)
 
 #: Characters of model text shown per cell (the JSON output is never cut).
 CELL_CHARS = 60
