@@ -20,6 +20,7 @@ from tracestore.events import (
 )
 from tracestore.projections import PROFILES, decide_release, project_attempt
 from tracestore.projections import reasons as R
+from tracestore.projections.release import decide_with_view
 from tracestore.projections.profiles import DEFAULT_PROFILE_FOR_API, BEDROCK_CONVERSE_TEXT
 from tracestore.replay import parse_scenario, preview_replay
 
@@ -69,6 +70,17 @@ def test_released_at_clean_drain_with_answer_and_hash() -> None:
     assert (d.status, d.eligible, d.answer) == (R.RELEASED, True, ANSWER)
     assert d.decided_at_position == pos(events, "transport.drained")
     assert d.judgement is not None and d.judgement.verdict == "accepted"
+
+
+def test_a_released_answer_is_held_once_not_once_per_reader() -> None:
+    # The judge's decided text, the decision's answer and the view's text are one string:
+    # a 100 MB answer is joined once, not once for each (issue 8: memory of long answers).
+    d, view = decide_with_view(run(*T1, "clean"), "a")
+    assert d.answer == ANSWER
+    assert d.answer is d.decided_text and view.text is d.answer
+    assert view.blocks[0].text is view.text  # one block: the block's text is the answer
+    assert view.blocks[0].deltas == (D1["contentBlockDelta"]["delta"]["text"],
+                                     "It is closed Thursday.")
 
 
 def test_pending_before_terminal_and_before_drain() -> None:

@@ -92,6 +92,8 @@ class AttemptFold:
         self.superseded_by: str | None = None
         self._inline_tags_scan = InlineTagScanner()
         self._view: AttemptView | None = None  # the last view built; any apply drops it
+        self._joined: str | None = None  # the joined candidate text; a new piece drops it
+        self._block_texts: dict[int | None, str] = {}  # each block joined; a new piece drops its block's
 
     # -- derived facts the release decision reads ------------------------------------
     @property
@@ -99,7 +101,21 @@ class AttemptFold:
         return bool(self.terminals) and self.terminals[0].outcome == "normal"
 
     def text(self) -> str:
-        return "".join("".join(parts) for parts in self.parts.values())
+        """The candidate answer so far, joined once per state (the judge, its recorded
+        ``decided_text`` and the view share the one string: a long answer is not held
+        again for each of them)."""
+        if self._joined is None:
+            blocks = [self._block_text(b) for b in self.parts]
+            self._joined = blocks[0] if len(blocks) == 1 else "".join(blocks)
+        return self._joined
+
+    def _block_text(self, block: int | None) -> str:
+        """One block's text, joined once per state (the pieces stay: the view shows where
+        the deltas split)."""
+        joined = self._block_texts.get(block)
+        if joined is None:
+            joined = self._block_texts[block] = "".join(self.parts[block])
+        return joined
 
     # -- folding ---------------------------------------------------------------------
     def apply(self, stored: StoredEvent) -> bool:
@@ -230,6 +246,8 @@ class AttemptFold:
                               f"block {obs.block}")
         self.parts[obs.block].append(text)
         self.block_pos[obs.block].append(position)
+        self._joined = None  # the candidate changed: join again when asked
+        self._block_texts.pop(obs.block, None)
         self._inline_tags(position, obs, text)
 
     def _inline_tags(self, position: int, obs: Observation, text: str) -> None:
@@ -249,7 +267,7 @@ class AttemptFold:
         self.final_keys.add(key)
         # A final text names its block when the provider does; otherwise (or when the
         # index scheme differs from the deltas') it must agree with the whole candidate.
-        reference = ("".join(self.parts[obs.block]) if obs.block in self.parts
+        reference = (self._block_text(obs.block) if obs.block in self.parts
                      else self.text())
         agrees = (obs.text or "") == reference
         self.final_texts.append(FinalTextCheck(position, obs.native_type, obs.block, agrees,
@@ -307,7 +325,8 @@ class AttemptFold:
     def _build_view(self) -> AttemptView:
         s = self.started
         blocks = tuple(
-            BlockText(b, "".join(p), self.block_pos[b][0], self.block_pos[b][-1], tuple(p))
+            BlockText(b, self._block_text(b), self.block_pos[b][0], self.block_pos[b][-1],
+                      tuple(p))
             for b, p in self.parts.items())
         return AttemptView(
             attempt_id=s.attempt_id, trace_id=s.trace_id, api=s.api, reader=s.reader,
