@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import threading
 import warnings
@@ -38,6 +39,12 @@ def rec(tmp_path: Path):
 def server():
     with CaptureServer() as running:
         yield running
+    # An SDK stream the application left early (the user's Stop) keeps a suspended
+    # generator in a reference cycle.  Finalize it here, while every module is whole: left
+    # to a later, random collection it ran in the middle of another test's first
+    # `import httpx` (google-genai's), and openai's finalizer then read the half-imported
+    # module (PytestUnraisableExceptionWarning in CI).
+    gc.collect()
 
 
 def frames_of(rec: Recorder, attempt_id: str) -> list[tuple]:
