@@ -54,3 +54,19 @@ def store(store_url: str) -> Iterator[EventStore]:
 @pytest.fixture
 def db_file(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
+
+
+def planned_real(capture: str) -> list:
+    """A real capture (path under fixtures/real) planned as ``ingest`` plans it, with a rule
+    that accepts any text, as stored events at positions 1, 2, … (no store needed)."""
+    import datetime as dt
+
+    from tracestore.events import StoredEvent, TaskRule
+    from tracestore.ingest import plan_ingest
+
+    path = FIXTURES / "real" / capture
+    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="a",
+                       task=TaskRule(answer_patterns=("",)))
+    stamp = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    return [StoredEvent(i + 1, n.id, n.stream, 1, n.event.type, 1, stamp, n.trace_id, n.event, "")
+            for i, n in enumerate(plan.events)]

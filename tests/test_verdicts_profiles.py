@@ -9,14 +9,12 @@ with a rule that accepts ANY text (one empty pattern), so only the profile can h
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tracestore.events import StoredEvent, TaskRule
-from tracestore.ingest import plan_ingest
+from conftest import planned_real
+from tracestore.events import StoredEvent
 from tracestore.projections import decide_release, project_attempt
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import start_fold
@@ -24,19 +22,11 @@ from tracestore.projections.profiles import OLLAMA_TEXT
 from tracestore.projections.release import ReleaseJudge
 from tracestore.replay import parse_scenario, preview_replay
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 ANY_TEXT = {"answer_patterns": [""]}
 RELEASED = ("released", (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.SEMANTIC_ACCEPTED))
 
 
-def ingested(capture: str) -> list[StoredEvent]:
-    """A real capture planned into events (positions 1, 2, …), with the any-text rule."""
-    path = REAL / capture
-    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="a",
-                       task=TaskRule(answer_patterns=("",)))
-    stamp = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    return [StoredEvent(i + 1, n.id, n.stream, 1, n.event.type, 1, stamp, n.trace_id, n.event, "")
-            for i, n in enumerate(plan.events)]
+ingested = planned_real
 
 
 def replayed(api: str, natives: list[Any], drain: str = "clean",

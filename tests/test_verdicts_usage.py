@@ -3,25 +3,15 @@ record says how each provider's usage records were read (cumulative or final).""
 
 from __future__ import annotations
 
-import datetime as dt
 import json
-from pathlib import Path
 
-from tracestore.events import StoredEvent, TaskRule
-from tracestore.ingest import plan_ingest
+from conftest import planned_real
+from tracestore.events import StoredEvent
 from tracestore.projections import project_attempt
 from tracestore.review import fill_record, load_template
 
-REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 
-
-def ingested(capture: str) -> list[StoredEvent]:
-    path = REAL / capture
-    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="a",
-                       task=TaskRule(answer_patterns=("",)))
-    stamp = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
-    return [StoredEvent(i + 1, n.id, n.stream, 1, n.event.type, 1, stamp, n.trace_id, n.event, "")
-            for i, n in enumerate(plan.events)]
+ingested = planned_real
 
 
 def native_usage(events: list[StoredEvent], etype: str) -> tuple[int, dict]:
