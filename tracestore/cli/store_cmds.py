@@ -265,9 +265,10 @@ def provider_warnings(plan: IngestPlan, provider: str) -> list[str]:
     the attempt is stored (its bytes are evidence) but can never be released."""
     if provider == "auto" or plan.frames == 0:
         return []
-    recognized = sum(1 for e in plan.events if e.event.type == "frame.received"
-                     and set(e.event.kinds) - {"unknown", "raw"})
-    if recognized:
+    # Stop at the first recognized frame: a large projection's events are planned lazily,
+    # so counting them all would plan the whole body a second time.
+    if any(e.event.type == "frame.received" and set(e.event.kinds) - {"unknown", "raw"}
+           for e in plan.events):
         return []
     return [f"--provider {provider} recognized none of the {plan.frames} frames; is this "
             f"capture from another provider? (--provider auto tells them apart)"]
