@@ -47,14 +47,16 @@ def trace_of(store: EventStore, attempt_id: str) -> str:
 
 def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str, *,
           sets: list[tuple[str, str]], approve: bool, reviewer: Optional[str],
-          evidence: list[int]) -> tuple[int, ...]:
+          evidence: list[int], expect_digest: Optional[str] = None,
+          override_reason: Optional[str] = None) -> tuple[int, ...]:
     """Append the reviewer's action; the refusal rules see the log as of this transaction."""
     from tracestore.review import plan_review
 
     def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
         events = view.read(trace_id=trace_id)
         return plan_review(template, events, attempt_id, sets=sets, approve=approve,
-                           reviewer=reviewer, evidence=evidence), []
+                           reviewer=reviewer, evidence=evidence, expect_digest=expect_digest,
+                           override_reason=override_reason), []
 
     return store.append_with(build).positions
 
@@ -106,6 +108,11 @@ def review(
         help="An event position the --set values rest on (repeatable).")] = None,
     approve: Annotated[bool, typer.Option(
         help="Approve the record as an independent reviewer. Needs --reviewer.")] = False,
+    expect_digest: Annotated[Optional[str], typer.Option(
+        help="The record digest you read (JSON `digest`, or the Review state line): the "
+             "action is refused with record_changed if the record changed since.")] = None,
+    override_reason: Annotated[Optional[str], typer.Option(
+        help="Approve although a CONFLICT stands, saying why (kept in the record).")] = None,
     history: Annotated[bool, typer.Option(help="Show every value each field has had.")] = False,
     blank: Annotated[bool, typer.Option(help="Print the empty record (every field UNKNOWN).")]
     = False,
@@ -135,7 +142,8 @@ def review(
         trace_id = trace_of(store, attempt)
         if sets or approve:
             written = amend(store, spec, attempt, trace_id, sets=sets, approve=approve,
-                            reviewer=reviewer, evidence=evidence or [])
+                            reviewer=reviewer, evidence=evidence or [],
+                            expect_digest=expect_digest, override_reason=override_reason)
             err_console.print(term_text(
                 f"recorded {len(written)} review event(s) at "
                 f"{', '.join(f'#{p}' for p in written)}"))

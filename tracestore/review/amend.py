@@ -68,19 +68,22 @@ def _check_evidence(evidence: Sequence[int], events: Sequence[StoredEvent]) -> t
 
 
 def _independence(template: Template, attempt_id: str, events: Sequence[StoredEvent],
-                  reviewer: str, *, setting: bool, approving: bool) -> None:
+                  reviewer: str, *, setting: bool, approving: bool,
+                  digest: str | None = None) -> None:
     stream = review_stream(template.name, attempt_id)
     review = [e.event for e in events if e.stream == stream]
     me = reviewer_key(reviewer)
-    approved = any(isinstance(e, ReviewApproved) and reviewer_key(e.reviewer) == me
-                   for e in review)
+    mine = [e for e in review if isinstance(e, ReviewApproved) and reviewer_key(e.reviewer) == me]
+    approved = bool(mine)
+    # A stale approval (the record changed since) does not count: the record needs a new one.
+    current = any(e.digest is not None and e.digest == digest for e in mine)
     has_set = any(isinstance(e, ReviewFieldSet) and reviewer_key(e.reviewer) == me
                   for e in review)
     if setting and approved:
         raise ReviewError(f"{reviewer} approved this record; an approver cannot also fill "
                           "it (ask another reviewer)", code="reviewer_not_independent",
                           reviewer=reviewer)
-    if approving and approved:
+    if approving and (current or (approved and digest is None)):
         raise ReviewError(f"{reviewer} has already approved this record",
                           code="already_approved", reviewer=reviewer)
     if approving and (has_set or setting):
@@ -113,16 +116,44 @@ def _check_unknown_fields(template: Template, events: Sequence[StoredEvent], att
                 code="evidence_required", field=field)
 
 
+def _approval_checks(template: Template, events: Sequence[StoredEvent], attempt_id: str,
+                     expect_digest: str | None, override_reason: str | None,
+                     ) -> tuple[str, list[str], ReviewError | None]:
+    """(the digest the approval binds to, the fields in CONFLICT, the refusal if any): a
+    record changed since the approver read it, or a CONFLICT without a reason."""
+    from tracestore.review.record import fill_record
+
+    record = fill_record(template, events, attempt_id, version="")
+    assert record.digest is not None
+    conflicts = [f.name for f in record.conflicts]
+    refusal = None
+    if expect_digest is not None and expect_digest.strip().lower() != record.digest:
+        refusal = ReviewError(f"the record changed since it was read: its digest is now "
+                              f"{record.digest}, not {expect_digest.strip()}; read it again "
+                              "before approving", code="record_changed",
+                              digest=record.digest, expected=expect_digest)
+    elif conflicts and not (override_reason or "").strip():
+        refusal = ReviewError(f"a CONFLICT stands ({', '.join(conflicts)}): resolve it, or "
+                              "approve with --override-reason TEXT saying why (it is kept "
+                              "in the record)", code="conflict_unresolved", fields=conflicts)
+    return record.digest, conflicts, refusal
+
+
 def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
                 sets: Sequence[tuple[str, str]] = (), approve: bool = False,
-                reviewer: str | None = None, evidence: Sequence[int] = ()) -> list[NewEvent]:
+                reviewer: str | None = None, evidence: Sequence[int] = (),
+                expect_digest: str | None = None, override_reason: str | None = None,
+                ) -> list[NewEvent]:
     """The review events to append for one reviewer action, or a typed refusal.
 
     ``events`` are the attempt's trace as the log holds it now.  Sets come first, in the
-    order given; approval last.
+    order given; approval last.  An approval records the digest of the record it approves
+    (``record.content_digest``); ``expect_digest`` is the digest the approver read.
     """
     if not sets and not approve:
         return []
+    if override_reason is not None:
+        check_value("override_reason", override_reason)
     trace_id = find_attempt(events, attempt_id).event.trace_id  # NotFound for a stranger
     name = check_reviewer(reviewer)
     cited = _check_evidence(evidence, events)
@@ -133,14 +164,30 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
                               code="field_needs_approval", field=field)
         check_value(field, value)
     _check_unknown_fields(template, events, attempt_id, sets, cited)
-    _independence(template, attempt_id, events, name, setting=bool(sets), approving=approve)
+    digest, overrides, refusal = None, [], None
+    if approve:
+        digest, overrides, refusal = _approval_checks(template, events, attempt_id,
+                                                      expect_digest, override_reason)
+    elif expect_digest is not None:
+        from tracestore.review.record import fill_record
+
+        now = fill_record(template, events, attempt_id, version="").digest
+        if expect_digest.strip().lower() != now:
+            raise ReviewError(f"the record changed since it was read: its digest is now "
+                              f"{now}, not {expect_digest.strip()}", code="record_changed",
+                              digest=now, expected=expect_digest)
+    _independence(template, attempt_id, events, name, setting=bool(sets), approving=approve,
+                  digest=digest)
+    if refusal is not None:
+        raise refusal
     stream = review_stream(template.name, attempt_id)
     planned = [NewEvent(stream, ReviewFieldSet(attempt_id=attempt_id, template=template.name,
                                                field=f, value=v, reviewer=name, evidence=cited),
                         trace_id=trace_id) for f, v in sets]
     if approve:
-        planned.append(NewEvent(stream, ReviewApproved(attempt_id=attempt_id,
-                                                       template=template.name, reviewer=name),
-                                trace_id=trace_id))
+        reason = override_reason.strip() if override_reason and overrides else None
+        planned.append(NewEvent(stream, ReviewApproved(
+            attempt_id=attempt_id, template=template.name, reviewer=name, digest=digest,
+            override_reason=reason), trace_id=trace_id))
     return planned
 

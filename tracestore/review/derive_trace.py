@@ -9,6 +9,7 @@ import json
 from tracestore.agent.codes import AGENT_API
 from tracestore.events import (
     CaptureSegment, CaptureStored, DestinationWritten, FrameReceived, ModelDecision, SemanticJudged,
+    TaskRevised,
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
@@ -179,6 +180,13 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         rule = (f"{task.description or 'rule without description'} — "
                 f"{len(task.answer_patterns)} required and {len(task.forbidden_patterns)} "
                 "forbidden patterns, case-insensitive on NFC text; no exact-string equality")
+    revised = [e for e in ctx.events if isinstance(e.event, TaskRevised)
+               and e.event.trace_id == ctx.started.trace_id]
+    if revised:  # the decision uses the newest rule; the record says which and cites it
+        last = revised[-1]
+        rule += (f"; rule revised to v{last.event.version} at #{last.position}"
+                 + (f" by {last.event.by}" if last.event.by else ""))
+        cited.append(last.position)
     judged = next((e for e in ctx.attempt_events() if isinstance(e.event, SemanticJudged)), None)
     j = ctx.decision.judgement
     if judged is not None:
