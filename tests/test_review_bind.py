@@ -126,3 +126,37 @@ def test_report_timeline_names_the_record_an_approval_covers(store: EventStore) 
     assert labels == ["application-record record approved by bob"]
     (lane,) = report.lanes
     assert lane.record is not None and lane.record.review_state == "unreviewed"
+
+
+def test_evidence_command_attaches_a_receipt_that_a_pass_value_can_cite(
+        tmp_path: Path) -> None:
+    """Seed 003: remote_cancellation=PASS citing the local Stop is refused (exit 5, naming
+    the kind needed); an attached cancellation receipt can be cited; verify re-hashes it."""
+    import json
+
+    from tests.clihelp import run
+
+    db = tmp_path / "e.db"
+    with EventStore(f"sqlite:///{db}") as opened:
+        replay_into(opened, "t7")
+    head = 12
+    code, _, err = run("review", "t7", "--set", "remote_cancellation=PASS", "--evidence", "6",
+                       "--reviewer", "alice", db=db)
+    assert code == 5 and "evidence_kind_mismatch" in err and "cancellation_receipt" in err
+    receipt = tmp_path / "receipt.txt"
+    receipt.write_bytes(b"provider cancellation req_123 at 12:00:01Z")
+    code, out, _ = run("evidence", "t7", "--kind", "cancellation_receipt", "--file",
+                       str(receipt), "--json", db=db)
+    doc = json.loads(out)
+    assert code == 0 and doc["position"] == head + 1 and doc["already_attached"] is False
+    code, out, _ = run("evidence", "t7", "--kind", "cancellation_receipt", "--file",
+                       str(receipt), "--json", db=db)
+    assert json.loads(out)["already_attached"] is True  # content-addressed: no duplicate
+    code, out, _ = run("review", "t7", "--set", "remote_cancellation=PASS", "--evidence",
+                       str(head + 1), "--reviewer", "alice", "--json", db=db)
+    field = next(f for f in json.loads(out)["fields"] if f["name"] == "remote_cancellation")
+    assert code == 0 and field["value"] == "PASS" and head + 1 in field["evidence"]
+    code, out, _ = run("verify", "--json", db=db)
+    assert code == 0 and json.loads(out)["captures_checked"] == 1
+    code, _, err = run("evidence", "t7", "--kind", "Bad Kind", "--file", str(receipt), db=db)
+    assert code == 2 and "invalid_evidence_kind" in err

@@ -139,6 +139,40 @@ def _approval_checks(template: Template, events: Sequence[StoredEvent], attempt_
     return record.digest, conflicts, refusal
 
 
+def _describe_kinds(kinds: Sequence[str]) -> str:
+    shown = [k.replace("evidence.attached:", "an attached ") if k.startswith(
+        "evidence.attached:") else f"a {k} event" for k in kinds]
+    return ", ".join(shown[:-1]) + (" or " if len(shown) > 1 else "") + shown[-1]
+
+
+def _check_evidence_kinds(template: Template, events: Sequence[StoredEvent],
+                          sets: Sequence[tuple[str, str]], cited: tuple[int, ...]) -> None:
+    """A PASS-like value must rest on the kind of evidence its field names.
+
+    Seed 003: a local Stop is not evidence of remote cancellation, so
+    ``remote_cancellation=PASS --evidence <the Stop>`` is refused, naming what is needed
+    (``tracestore evidence ATTEMPT --kind cancellation_receipt --file F`` attaches it)."""
+    from tracestore.review.conflicts import pass_like
+
+    by_position = {e.position: e for e in events}
+    for field, value in sets:
+        spec = template.field(field)
+        if spec.pass_evidence is None or not cited or not pass_like(value):
+            continue
+        for position in cited:
+            stored = by_position[position]
+            kind = getattr(stored.event, "kind", None) if stored.type == "evidence.attached" \
+                else None
+            if not spec.accepts(stored.type, kind):
+                what = stored.type + (f" ({kind})" if kind else "")
+                raise ReviewError(
+                    f"{field!r} = {value!r} cites #{position}, a {what}, which cannot prove it: "
+                    f"it needs {_describe_kinds(spec.pass_evidence)} (attach one with "
+                    "tracestore evidence ATTEMPT --kind KIND --file F, then cite it)",
+                    code="evidence_kind_mismatch", field=field, position=position,
+                    needed=list(spec.pass_evidence))
+
+
 def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
                 sets: Sequence[tuple[str, str]] = (), approve: bool = False,
                 reviewer: str | None = None, evidence: Sequence[int] = (),
@@ -163,6 +197,7 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
             raise ReviewError(f"{field!r} is filled by approvals: use --approve",
                               code="field_needs_approval", field=field)
         check_value(field, value)
+    _check_evidence_kinds(template, events, sets, cited)
     _check_unknown_fields(template, events, attempt_id, sets, cited)
     digest, overrides, refusal = None, [], None
     if approve:
