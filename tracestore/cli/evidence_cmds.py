@@ -28,7 +28,7 @@ def evidence(
     as_json: JsonOption = False,
 ) -> None:
     """Append an evidence.attached event (the file stored by its sha256); cite its position
-    with `review --set FIELD=VALUE --evidence POSITION`."""
+    with review --set FIELD=VALUE --evidence POSITION."""
     from tracestore.review.amend import check_reviewer, check_value
     from tracestore.review.receipts import plan_receipt
 

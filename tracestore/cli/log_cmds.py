@@ -20,7 +20,7 @@ from tracestore.cli.common import (
     term_text,
     trace_of_attempt,
 )
-from tracestore.errors import ChainBroken, NotFound
+from tracestore.errors import ChainBroken, NotFound, ReviewSignatureInvalid
 
 # Heavy modules (SQLAlchemy, the pydantic event models) are imported inside the commands
 # that use them, so `tracestore --help` and `--version` start fast.
@@ -143,6 +143,22 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
     console.print(table)
 
 
+def review_signatures(store: EventStore) -> Any:
+    """Check every review signature (issue 21): one indexed-free pass over the registry
+    and review events only, in position order."""
+    from sqlalchemy import select
+
+    from tracestore.review.signing import SIGNED_TYPES, check_signatures
+    from tracestore.store.reads import _to_stored
+    from tracestore.store.schema import events as table
+
+    kinds = (*SIGNED_TYPES, "reviewer.added", "store.setting")
+    with store._reader.connect() as conn:
+        rows = conn.execute(select(table).where(table.c.type.in_(kinds))
+                            .order_by(table.c.position)).mappings()
+        return check_signatures([_to_stored(row) for row in rows])
+
+
 #: What the head hash is, said where it is shown: it covers recording times, so two stores
 #: holding the same events show different heads (only an exact export/import keeps it).
 HEAD_HASH_NOTE = ("the head hash chains every event with the time it was recorded: it names "
@@ -173,19 +189,33 @@ def verify(
         expected = Expected(signed.position, signed.hash)
     with open_store(db, create=False) as store:
         result = store.verify(expected=expected)
+        reviews = review_signatures(store) if result.ok else None
     if as_json:
-        emit_json({"ok": result.ok, "count": result.count,
+        emit_json({"ok": result.ok and (reviews is None or reviews.ok), "count": result.count,
                    "first_broken_position": result.first_broken_position,
                    "reason": result.reason, "head_hash": result.head_hash,
                    "captures_checked": result.captures_checked,
-                   "checkpoint_position": result.checkpoint_position})
+                   "checkpoint_position": result.checkpoint_position,
+                   "reviews_checked": reviews.checked if reviews else 0,
+                   "first_bad_review_position": reviews.position if reviews else None,
+                   "review_reason": reviews.reason if reviews else None})
         if not result.ok:
             raise typer.Exit(ChainBroken.exit_code)
+        if reviews is not None and not reviews.ok:
+            raise typer.Exit(ReviewSignatureInvalid.exit_code)
         return
+    if result.ok and reviews is not None and not reviews.ok:
+        assert reviews.position is not None
+        raise ReviewSignatureInvalid(
+            f"review signature bad at position {reviews.position}: {reviews.reason} "
+            f"(the chain holds; {reviews.checked} review(s) checked)",
+            position=reviews.position)
     if result.ok:
         anchored = (f", extends the signed head at position {result.checkpoint_position}"
                     if result.checkpoint_position is not None else "")
-        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}")
+        signed = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
+        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}"
+                      f"{signed}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
     assert result.first_broken_position is not None

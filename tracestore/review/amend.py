@@ -11,13 +11,16 @@ reviewers cannot both slip past the independence check).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from tracestore.errors import InputError, ReviewError
 from tracestore.events import (
     NewEvent, ReviewApproved, ReviewFieldSet, StoredEvent, review_stream,
 )
 from tracestore.review.context import find_attempt, reviewer_key
+from tracestore.review.signing import (
+    Registry, key_id, require_unsigned_allowed, sign, signer_name,
+)
 from tracestore.review.templates import Template
 
 #: Longest reviewer value accepted (characters): a record cell, not a document.
@@ -69,16 +72,21 @@ def _check_evidence(evidence: Sequence[int], events: Sequence[StoredEvent]) -> t
 
 def _independence(template: Template, attempt_id: str, events: Sequence[StoredEvent],
                   reviewer: str, *, setting: bool, approving: bool,
-                  digest: str | None = None) -> None:
+                  digest: str | None = None, key_id: str | None = None) -> None:
+    """Independence by key where reviews are signed (one key is one reviewer, whatever
+    name is typed), by normalised name otherwise."""
     stream = review_stream(template.name, attempt_id)
     review = [e.event for e in events if e.stream == stream]
     me = reviewer_key(reviewer)
-    mine = [e for e in review if isinstance(e, ReviewApproved) and reviewer_key(e.reviewer) == me]
+
+    def same(e: ReviewApproved | ReviewFieldSet) -> bool:
+        return reviewer_key(e.reviewer) == me or (key_id is not None and e.key_id == key_id)
+
+    mine = [e for e in review if isinstance(e, ReviewApproved) and same(e)]
     approved = bool(mine)
     # A stale approval (the record changed since) does not count: the record needs a new one.
     current = any(e.digest is not None and e.digest == digest for e in mine)
-    has_set = any(isinstance(e, ReviewFieldSet) and reviewer_key(e.reviewer) == me
-                  for e in review)
+    has_set = any(isinstance(e, ReviewFieldSet) and same(e) for e in review)
     if setting and approved:
         raise ReviewError(f"{reviewer} approved this record; an approver cannot also fill "
                           "it (ask another reviewer)", code="reviewer_not_independent",
@@ -177,19 +185,29 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
                 sets: Sequence[tuple[str, str]] = (), approve: bool = False,
                 reviewer: str | None = None, evidence: Sequence[int] = (),
                 expect_digest: str | None = None, override_reason: str | None = None,
-                ) -> list[NewEvent]:
+                registry: Registry | None = None, key: Any = None) -> list[NewEvent]:
     """The review events to append for one reviewer action, or a typed refusal.
 
     ``events`` are the attempt's trace as the log holds it now.  Sets come first, in the
     order given; approval last.  An approval records the digest of the record it approves
     (``record.content_digest``); ``expect_digest`` is the digest the approver read.
+    With ``key`` (an Ed25519 private key registered in ``registry``) every event is signed
+    and the reviewer is the key's registered name; without one the store must accept
+    unsigned reviews (``signing``).
     """
     if not sets and not approve:
         return []
     if override_reason is not None:
         check_value("override_reason", override_reason)
     trace_id = find_attempt(events, attempt_id).event.trace_id  # NotFound for a stranger
-    name = check_reviewer(reviewer)
+    registry = registry or Registry()
+    if key is not None:
+        name = signer_name(registry, key, None if reviewer is None else check_reviewer(reviewer))
+        kid: str | None = key_id(key)
+    else:
+        name = check_reviewer(reviewer)
+        require_unsigned_allowed(registry)
+        kid = None
     cited = _check_evidence(evidence, events)
     for field, value in sets:
         spec = template.field(field)
@@ -212,7 +230,7 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
                               f"{now}, not {expect_digest.strip()}", code="record_changed",
                               digest=now, expected=expect_digest)
     _independence(template, attempt_id, events, name, setting=bool(sets), approving=approve,
-                  digest=digest)
+                  digest=digest, key_id=kid)
     if refusal is not None:
         raise refusal
     stream = review_stream(template.name, attempt_id)
@@ -224,5 +242,8 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
         planned.append(NewEvent(stream, ReviewApproved(
             attempt_id=attempt_id, template=template.name, reviewer=name, digest=digest,
             override_reason=reason), trace_id=trace_id))
+    if key is not None:
+        for new in planned:
+            new.event = sign(new.event, key)
     return planned
 
