@@ -20,6 +20,7 @@ from tracestore.cli.common import (
     term_text,
     trace_of_attempt,
 )
+from tracestore.cli.completion import complete_trace
 from tracestore.errors import ChainBroken, NotFound, ReviewSignatureInvalid
 
 # Heavy modules (SQLAlchemy, the pydantic event models) are imported inside the commands
@@ -117,12 +118,58 @@ def events(
                                 "next ones; --json streams them all", "dim"))
 
 
+REVIEW_STATES = ("unreviewed", "in-review", "approved", "stale", "conflict")
+
+
 @app.command()
 @handles_errors
-def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List attempts with their trace, API and event counts."""
+def attempts(
+    status: Annotated[Optional[str], typer.Option(
+        metavar="STATUS", help="Only this release status (released, held, stopped, pending, "
+                               "…).")] = None,
+    reason: Annotated[Optional[str], typer.Option(
+        metavar="CODE", help="Only attempts whose decision names this reason code.")] = None,
+    api: Annotated[Optional[str], typer.Option(
+        "--api", "--provider", metavar="API", help="Only this provider API "
+                                                   "(openai-responses, …).")] = None,
+    trace: Annotated[Optional[str], typer.Option(
+        metavar="TRACE", help="Only this trace.", autocompletion=complete_trace)] = None,
+    since: Annotated[Optional[str], typer.Option(
+        metavar="WHEN", help="Recorded at or after WHEN: an ISO time or an age (24h, 7d).")]
+    = None,
+    until: Annotated[Optional[str], typer.Option(
+        metavar="WHEN", help="Recorded at or before WHEN (ISO time or age).")] = None,
+    has_violations: Annotated[Optional[bool], typer.Option(
+        "--has-violations/--no-violations", show_default=False,
+        help="Only attempts with (or without) destination-audit violations.")] = None,
+    review_state: Annotated[Optional[str], typer.Option(
+        metavar="STATE", help="Only this review state: unreviewed, in-review, approved, "
+                              "stale, conflict.")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List attempts with trace, API, release status, review state and event counts; the
+    options filter (a reviewer's queue)."""
+    from tracestore.cli import queue_index as qi
+    from tracestore.projections import reasons as R
+
+    qi.check_choice(status, R.STATUSES, "--status")
+    qi.check_choice(review_state, REVIEW_STATES, "--review-state")
+    if reason is not None:
+        qi.check_choice(reason, tuple(sorted(R.DESCRIPTIONS)), "--reason")
+    if api is not None:
+        from tracestore.providers.base import PROVIDER_NAMES
+
+        qi.check_choice(api, (*PROVIDER_NAMES, *_EXTRA_APIS), "--api")
+    since_at = qi.parse_time(since, "--since") if since is not None else None
+    until_at = qi.parse_time(until, "--until") if until is not None else None
     with open_store(db, create=False) as store:
-        listing = store.attempt_summaries()
+        if trace is not None:
+            _check_names(store, None, trace)
+        qi.sync(store)
+        listing = qi.query_attempts(store, status=status, reason=reason, api=api, trace=trace,
+                                    since=since_at, until=until_at,
+                                    has_violations=has_violations, review_state=review_state)
     if as_json:
         emit_json({"attempts": listing})
         return
@@ -130,17 +177,29 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
 
     from tracestore.cli.tables import token_column
 
-    table = Table(title=f"{len(listing)} attempts")
-    token_column(table, "attempt", [r["attempt_id"] for r in listing])
-    token_column(table, "trace", [r["trace_id"] or "" for r in listing])
+    shown = listing[:TABLE_MAX_ROWS]
+    more = len(listing) - len(shown)
+    table = Table(title=f"{len(listing)} attempts" + (f" (first {len(shown)} shown)"
+                                                      if more else ""))
+    token_column(table, "attempt", [r["attempt_id"] for r in shown])
+    token_column(table, "trace", [r["trace_id"] or "" for r in shown])
     table.add_column("api", overflow="ellipsis")
+    token_column(table, "status", [r["status"] for r in shown])
+    token_column(table, "review", [r["review_state"] for r in shown])
     table.add_column("events", justify="right", no_wrap=True)
     table.add_column("first pos", justify="right", no_wrap=True)
-    for row in listing:
+    for row in shown:
         table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
-                      term_text(row["api"] or ""), str(row["events"]),
+                      term_text(row["api"] or ""), term_text(row["status"]),
+                      term_text(row["review_state"]), str(row["events"]),
                       str(row["first_position"]))
     console.print(table)
+    if more:
+        console.print(term_text(f"{more} more: --json lists them all", "dim"))
+
+
+#: APIs that are not wire providers but name attempts (agent runs).
+_EXTRA_APIS = ("agent-run",)
 
 
 def review_signatures(store: EventStore) -> Any:

@@ -21,6 +21,7 @@ from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
     safe_text, term_text, trace_of_attempt,
 )
+from tracestore.cli.completion import complete_attempt
 from tracestore.errors import InputError
 
 # The review package (pydantic) and the store (SQLAlchemy) are imported inside the commands,
@@ -108,7 +109,8 @@ def _check_options(attempt: Optional[str], blank: bool, acting: bool, history: b
 @app.command()
 @handles_errors
 def review(
-    attempt: Annotated[Optional[str], typer.Argument(help="Attempt id to review.")] = None,
+    attempt: Annotated[Optional[str], typer.Argument(
+        help="Attempt id to review.", autocompletion=complete_attempt)] = None,
     template: Annotated[str, typer.Option(help="Template name (see `tracestore templates`).")]
     = DEFAULT_TEMPLATE,
     fmt: Annotated[Format, typer.Option("--format", help="md for people, json for scripts.")]
