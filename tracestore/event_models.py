@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 DrainOutcome = Literal["clean", "eof", "error", "reset"]
 Destination = Literal["progress", "ui", "history", "export", "copy"]
@@ -29,6 +29,17 @@ class TaskRule(BaseModel):
     "Regular expressions that must ALL match the NFC-normalised answer (case-insensitive)."
     forbidden_patterns: tuple[str, ...] = ()
     "Regular expressions of which NONE may match (case-insensitive)."
+    semantic: Literal["regex", "reviewer"] | None = None
+    """Who decides acceptance: the patterns (``regex``, the default when unset) or a
+    reviewer's recorded verdict (``reviewer``: ``tracestore judge``; issue 21)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        # ``semantic`` is left out while unset, so rules written before it keep their bytes.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("semantic", 0) is None:
+            del data["semantic"]
+        return data
 
 
 class TraceOpened(_Event):

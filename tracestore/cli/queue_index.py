@@ -69,15 +69,25 @@ def _upto(conn: Any) -> int:
                         .where(index_state.c.name == _NAME)).scalar() or 0
 
 
+def _behind(store: EventStore) -> bool:
+    """Whether the log grew since the index was built: ONE statement, as driver SQL (a
+    command's engine is new, so SQLAlchemy would compile every statement afresh)."""
+    mark = store._mark
+    sql = ("SELECT (SELECT max(position) FROM ts_events), (SELECT position FROM "
+           f"ts_index_state WHERE name = {mark})")
+    with store._reader.connect() as conn:
+        head, upto = conn.exec_driver_sql(sql, (_NAME,)).one()
+    return (head or 0) != (upto or 0)
+
+
 @_translated
 def sync(store: EventStore) -> int:
     """Bring the queue tables up to the log's head; return how many traces were rebuilt."""
     from tracestore.review.queue import trace_rows
     from tracestore.store.schema import events
 
-    with store._reader.connect() as conn:
-        if _upto(conn) == store._head(conn)[0]:
-            return 0
+    if not _behind(store):
+        return 0
     rebuilt = 0
     with store._writer.begin() as conn:
         store._lock(conn)
@@ -148,6 +158,11 @@ def check_choice(value: str | None, known: tuple[str, ...], option: str) -> str 
     return value
 
 
+_ATTEMPT_COLUMNS: Final = ("attempt_id", "trace_id", "api", "events", "first_position",
+                           "started_at", "status", "first_reason", "reasons", "violations",
+                           "review_state")
+
+
 @_translated
 def query_attempts(store: EventStore, *, status: str | None = None,
                    reason: str | None = None, api: str | None = None,
@@ -155,54 +170,50 @@ def query_attempts(store: EventStore, *, status: str | None = None,
                    until: str | None = None, has_violations: bool | None = None,
                    review_state: str | None = None, limit: int | None = None,
                    ) -> list[dict[str, Any]]:
-    t = attempt_index
-    query = select(t).order_by(t.c.first_position)
-    if status is not None:
-        query = query.where(t.c.status == status)
-    if reason is not None:
-        query = query.where(t.c.reasons.contains(f",{reason},", autoescape=True))
-    if api is not None:
-        query = query.where(t.c.api == api)
-    if trace is not None:
-        query = query.where(t.c.trace_id == trace)
-    if since is not None:
-        query = query.where(t.c.started_at >= since)
-    if until is not None:
-        query = query.where(t.c.started_at <= until)
+    """Attempt rows matching every filter given, in log order: one indexed statement."""
+    mark, where, params = store._mark, [], []
+    for column, op, value in (("status", "=", status), ("api", "=", api),
+                              ("trace_id", "=", trace), ("started_at", ">=", since),
+                              ("started_at", "<=", until), ("review_state", "=", review_state)):
+        if value is not None:
+            where.append(f"{column} {op} {mark}")
+            params.append(value)
+    if reason is not None:  # reasons is ",a,b,": instr finds a whole code, no LIKE escapes
+        where.append(f"instr(reasons, {mark}) > 0" if store._dialect == "sqlite"
+                     else f"strpos(reasons, {mark}) > 0")
+        params.append(f",{reason},")
     if has_violations is not None:
-        query = query.where(t.c.violations > 0 if has_violations else t.c.violations == 0)
-    if review_state is not None:
-        query = query.where(t.c.review_state == review_state)
-    if limit is not None:
-        query = query.limit(limit)
+        where.append("violations > 0" if has_violations else "violations = 0")
+    sql = (f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM ts_attempt_index"
+           + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY first_position"
+           + (f" LIMIT {int(limit)}" if limit is not None else ""))
     with store._reader.connect() as conn:
-        rows = conn.execute(query).mappings().all()
-    return [{"attempt_id": r["attempt_id"], "trace_id": r["trace_id"], "api": r["api"],
-             "events": r["events"], "first_position": r["first_position"],
-             "started_at": r["started_at"], "status": r["status"],
-             "first_reason": r["first_reason"],
-             "reasons": [x for x in r["reasons"].split(",") if x],
-             "violations": r["violations"], "review_state": r["review_state"]}
-            for r in rows]
+        rows = conn.exec_driver_sql(sql, tuple(params)).all()
+    listing = []
+    for row in rows:
+        item = dict(zip(_ATTEMPT_COLUMNS, row))
+        item["reasons"] = [x for x in item["reasons"].split(",") if x]
+        listing.append(item)
+    return listing
 
 
 @_translated
 def query_reviews(store: EventStore, *, state: str | None = None,
                   template: str | None = None, trace: str | None = None,
                   ) -> list[dict[str, Any]]:
-    t = review_index
-    query = select(t).order_by(t.c.last_position)
-    if state is not None:
-        query = query.where(t.c.state == state)
-    if template is not None:
-        query = query.where(t.c.template == template)
-    if trace is not None:
-        query = query.where(t.c.trace_id == trace)
+    mark, where, params = store._mark, [], []
+    for column, value in (("state", state), ("template", template), ("trace_id", trace)):
+        if value is not None:
+            where.append(f"{column} = {mark}")
+            params.append(value)
+    sql = ("SELECT template, attempt_id, trace_id, state, digest, last_position, detail "
+           "FROM ts_review_index" + (f" WHERE {' AND '.join(where)}" if where else "")
+           + " ORDER BY last_position")
     with store._reader.connect() as conn:
-        rows = conn.execute(query).mappings().all()
-    return [{"template": r["template"], "attempt_id": r["attempt_id"],
-             "trace_id": r["trace_id"], "state": r["state"], "digest": r["digest"],
-             "last_position": r["last_position"], **json.loads(r["detail"])} for r in rows]
+        rows = conn.exec_driver_sql(sql, tuple(params)).all()
+    return [{"template": t, "attempt_id": a, "trace_id": tr, "state": st, "digest": d,
+             "last_position": lp, **json.loads(detail)}
+            for t, a, tr, st, d, lp, detail in rows]
 
 
 @_translated

@@ -171,7 +171,10 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         return None
     task = ctx.trace.task
     cited: list[int | None] = [ctx.trace_position]
-    if (task is None or not (task.answer_patterns or task.forbidden_patterns)) \
+    if task is not None and task.semantic == "reviewer":
+        rule = (f"{task.description or 'rule without description'} — acceptance decided by "
+                "a reviewer's recorded verdict (tracestore judge), not by patterns")
+    elif (task is None or not (task.answer_patterns or task.forbidden_patterns)) \
             and ctx.decision.contract is not None:
         rule = "No semantic rule: the output contract is the acceptance rule"
     elif task is None or not (task.answer_patterns or task.forbidden_patterns):
@@ -200,8 +203,13 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         verdict = (f"not judged: the attempt was {ctx.decision.status} at "
                    f"#{ctx.decision.decided_at_position}, before acceptance")
         cited.append(ctx.decision.decided_at_position)
+    elif task is not None and task.semantic == "reviewer":
+        verdict = "awaiting a reviewer's verdict"
     else:
         verdict = "not judged yet"
+    if judged is not None and judged.event.by != "rule":
+        verdict += f" by {judged.event.by}" + (" (unsigned)" if judged.event.key_id is None
+                                               else f" (key {judged.event.key_id})")
     from tracestore.review.derive_attempt import contract_summary
 
     contract = contract_summary(ctx)
