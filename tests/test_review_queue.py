@@ -90,3 +90,18 @@ def test_attempt_and_trace_ids_complete(db: Path) -> None:
 
     assert complete_attempt(Ctx(), "t8") == ["t8-new", "t8-old"]  # type: ignore[arg-type]
     assert complete_trace(Ctx(), "t") == ["t1", "t7", "t8"]  # type: ignore[arg-type]
+
+
+def test_violation_filter_finds_a_stopped_attempt_that_leaked_into_history(db: Path) -> None:
+    leaky = Path(__file__).resolve().parents[1] / "fixtures" / "review" / "t7-leaky-app.json"
+    assert run("replay", str(leaky), db=db)[0] == 0
+    args = ("--status", "stopped", "--violation", "ineligible_text_in_destination:history",
+            "--since", "1d")
+    assert ids(db, *args) == ["t7-leak"]
+    assert ids(db, "--violation", "ineligible_text_in_destination:ui") == []
+    code, out, _ = run("attempts", "--trace", "t7-leaky-app", "--json", db=db)
+    (row,) = json.loads(out)["attempts"]
+    assert (row["violations"], row["violation_codes"]) == (1, ["ineligible_text_in_destination"])
+    code, _, err = run("attempts", "--violation", "ineligible_text_in_destination:attic",
+                       "--json", db=db)
+    assert code == 2 and json.loads(err)["error"] == "unknown_filter_value"

@@ -34,6 +34,7 @@ def upgrade() -> None:
         sa.Column("first_reason", sa.String(64), nullable=True),
         sa.Column("reasons", sa.Text, nullable=False),
         sa.Column("violations", sa.Integer, nullable=False),
+        sa.Column("violation_codes", sa.Text, nullable=False),
         sa.Column("review_state", sa.String(16), nullable=False),
     )
     op.create_index("ix_ts_attempt_index_status", "ts_attempt_index",

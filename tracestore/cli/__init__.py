@@ -29,7 +29,7 @@ COMMAND_HOMES = {
     "ingest-batch": "bulk_cmds", "checkpoint": "checkpoint_cmds",
     "release": "release_cmds", "replay": "release_cmds", "audit": "release_cmds",
     "review": "review_cmds", "templates": "review_cmds",
-    "evidence": "evidence_cmds", "reviewer": "reviewer_cmds", "reviews": "queue_cmds",
+    "evidence": "evidence_cmds", "reviewer": "reviewer_cmds", "reviews": "queue_cmds", "review-batch": "queue_cmds",
     "judge": "judge_cmds",
     "destination": "recording_cmds", "task": "recording_cmds",
     "scenario-schema": "recording_cmds", "contract": "contract_cmds", "grade": "agent_cmds",

@@ -118,9 +118,6 @@ def events(
                                 "next ones; --json streams them all", "dim"))
 
 
-REVIEW_STATES = ("unreviewed", "in-review", "approved", "stale", "conflict")
-
-
 @app.command()
 @handles_errors
 def attempts(
@@ -145,31 +142,21 @@ def attempts(
     review_state: Annotated[Optional[str], typer.Option(
         metavar="STATE", help="Only this review state: unreviewed, in-review, approved, "
                               "stale, conflict.")] = None,
+    violation: Annotated[Optional[str], typer.Option(
+        metavar="CODE", help="Only attempts with this audit violation, optionally in one "
+                             "destination (ineligible_text_in_destination:history).")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """List attempts with trace, API, release status, review state and event counts; the
     options filter (a reviewer's queue)."""
     from tracestore.cli import queue_index as qi
-    from tracestore.projections import reasons as R
 
-    qi.check_choice(status, R.STATUSES, "--status")
-    qi.check_choice(review_state, REVIEW_STATES, "--review-state")
-    if reason is not None:
-        qi.check_choice(reason, tuple(sorted(R.DESCRIPTIONS)), "--reason")
-    if api is not None:
-        from tracestore.providers.base import PROVIDER_NAMES
-
-        qi.check_choice(api, (*PROVIDER_NAMES, *_EXTRA_APIS), "--api")
-    since_at = qi.parse_time(since, "--since") if since is not None else None
-    until_at = qi.parse_time(until, "--until") if until is not None else None
+    filters = qi.QueueFilter(status=status, reason=reason, api=api, trace=trace, since=since,
+                             until=until, has_violations=has_violations,
+                             review_state=review_state, violation=violation)
     with open_store(db, create=False) as store:
-        if trace is not None:
-            _check_names(store, None, trace)
-        qi.sync(store)
-        listing = qi.query_attempts(store, status=status, reason=reason, api=api, trace=trace,
-                                    since=since_at, until=until_at,
-                                    has_violations=has_violations, review_state=review_state)
+        listing = qi.select_attempts(store, filters)
     if as_json:
         emit_json({"attempts": listing})
         return
@@ -196,10 +183,6 @@ def attempts(
     console.print(table)
     if more:
         console.print(term_text(f"{more} more: --json lists them all", "dim"))
-
-
-#: APIs that are not wire providers but name attempts (agent runs).
-_EXTRA_APIS = ("agent-run",)
 
 
 def review_signatures(store: EventStore) -> Any:

@@ -15,6 +15,7 @@ import functools
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from sqlalchemy import (
@@ -35,6 +36,7 @@ attempt_index = Table(
     Column("events", Integer), Column("status", String(32)),
     Column("first_reason", String(64)), Column("reasons", Text),
     Column("violations", Integer), Column("review_state", String(16)),
+    Column("violation_codes", Text),
 )
 review_index = Table(
     "ts_review_index", _meta,
@@ -107,6 +109,7 @@ def sync(store: EventStore) -> int:
                     "events": a.events, "status": a.status,
                     "first_reason": a.reasons[0] if a.reasons else None,
                     "reasons": "," + ",".join(a.reasons) + ",", "violations": a.violations,
+                    "violation_codes": "," + ",".join(a.violation_codes) + ",",
                     "review_state": a.review_state} for a in attempts])
             if reviews:
                 conn.execute(insert(review_index), [{
@@ -160,7 +163,7 @@ def check_choice(value: str | None, known: tuple[str, ...], option: str) -> str 
 
 _ATTEMPT_COLUMNS: Final = ("attempt_id", "trace_id", "api", "events", "first_position",
                            "started_at", "status", "first_reason", "reasons", "violations",
-                           "review_state")
+                           "violation_codes", "review_state")
 
 
 @_translated
@@ -169,7 +172,7 @@ def query_attempts(store: EventStore, *, status: str | None = None,
                    trace: str | None = None, since: str | None = None,
                    until: str | None = None, has_violations: bool | None = None,
                    review_state: str | None = None, limit: int | None = None,
-                   ) -> list[dict[str, Any]]:
+                   violation: str | None = None) -> list[dict[str, Any]]:
     """Attempt rows matching every filter given, in log order: one indexed statement."""
     mark, where, params = store._mark, [], []
     for column, op, value in (("status", "=", status), ("api", "=", api),
@@ -178,10 +181,13 @@ def query_attempts(store: EventStore, *, status: str | None = None,
         if value is not None:
             where.append(f"{column} {op} {mark}")
             params.append(value)
-    if reason is not None:  # reasons is ",a,b,": instr finds a whole code, no LIKE escapes
-        where.append(f"instr(reasons, {mark}) > 0" if store._dialect == "sqlite"
-                     else f"strpos(reasons, {mark}) > 0")
+    find = "instr({}, {}) > 0" if store._dialect == "sqlite" else "strpos({}, {}) > 0"
+    if reason is not None:  # reasons is ",a,b,": a whole code is found, no LIKE escapes
+        where.append(find.format("reasons", mark))
         params.append(f",{reason},")
+    if violation is not None:  # ",code,code:destination,"
+        where.append(find.format("violation_codes", mark))
+        params.append(f",{violation},")
     if has_violations is not None:
         where.append("violations > 0" if has_violations else "violations = 0")
     sql = (f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM ts_attempt_index"
@@ -193,6 +199,8 @@ def query_attempts(store: EventStore, *, status: str | None = None,
     for row in rows:
         item = dict(zip(_ATTEMPT_COLUMNS, row))
         item["reasons"] = [x for x in item["reasons"].split(",") if x]
+        item["violation_codes"] = [x for x in item["violation_codes"].split(",")
+                                   if x and ":" not in x]
         listing.append(item)
     return listing
 
@@ -230,3 +238,59 @@ def trace_ids(store: EventStore, prefix: str, limit: int = 200) -> list[str]:
     with store._reader.connect() as conn:
         return list(conn.execute(select(t.c.trace_id).distinct().where(t.c.trace_id.startswith(
             prefix, autoescape=True)).order_by(t.c.trace_id).limit(limit)).scalars())
+
+
+# -- one filter, shared by attempts and review-batch ----------------------------------------
+
+REVIEW_STATES: Final = ("unreviewed", "in-review", "approved", "stale", "conflict")
+#: APIs that are not wire providers but name attempts (agent runs).
+_EXTRA_APIS: Final = ("agent-run",)
+
+
+@dataclass(frozen=True)
+class QueueFilter:
+    """The queue options as typed (checked by ``select_attempts``)."""
+
+    status: str | None = None
+    reason: str | None = None
+    api: str | None = None
+    trace: str | None = None
+    since: str | None = None
+    until: str | None = None
+    has_violations: bool | None = None
+    review_state: str | None = None
+    violation: str | None = None
+
+    def given(self) -> bool:
+        return any(v is not None for v in vars(self).values())
+
+
+def select_attempts(store: EventStore, f: QueueFilter) -> list[dict[str, Any]]:
+    """Check every filter value (``unknown_filter_value``), bring the index up to date and
+    return the matching attempts."""
+    from tracestore.errors import NotFound
+    from tracestore.projections import reasons as R
+
+    check_choice(f.status, R.STATUSES, "--status")
+    check_choice(f.review_state, REVIEW_STATES, "--review-state")
+    if f.reason is not None:
+        check_choice(f.reason, tuple(sorted(R.DESCRIPTIONS)), "--reason")
+    if f.violation is not None:
+        code, _, destination = f.violation.partition(":")
+        check_choice(code, tuple(sorted(R.DESCRIPTIONS)), "--violation")
+        if destination:
+            check_choice(destination, ("progress", "ui", "history", "export", "copy"),
+                         "--violation")
+    if f.api is not None:
+        from tracestore.providers.base import PROVIDER_NAMES
+
+        check_choice(f.api, (*PROVIDER_NAMES, *_EXTRA_APIS), "--api")
+    since = parse_time(f.since, "--since") if f.since is not None else None
+    until = parse_time(f.until, "--until") if f.until is not None else None
+    if f.trace is not None and not store.read(trace_id=f.trace, limit=1):
+        raise NotFound(f"no trace {f.trace!r} in the log", code="trace_not_found",
+                       trace_id=f.trace)
+    sync(store)
+    return query_attempts(store, status=f.status, reason=f.reason, api=f.api, trace=f.trace,
+                          since=since, until=until, has_violations=f.has_violations,
+                          review_state=f.review_state, violation=f.violation)

@@ -31,6 +31,8 @@ class AttemptRow:
     reasons: tuple[str, ...]
     violations: int
     review_state: str
+    violation_codes: tuple[str, ...] = ()
+    "Each violation as ``code`` and ``code:destination`` (what ``--violation`` matches)."
 
     def to_dict(self) -> dict[str, Any]:
         return {"attempt_id": self.attempt_id, "trace_id": self.trace_id, "api": self.api,
@@ -38,6 +40,7 @@ class AttemptRow:
                 "started_at": self.started_at, "status": self.status,
                 "first_reason": self.reasons[0] if self.reasons else None,
                 "reasons": list(self.reasons), "violations": self.violations,
+                "violation_codes": [c for c in self.violation_codes if ":" not in c],
                 "review_state": self.review_state}
 
 
@@ -90,8 +93,13 @@ def trace_rows(events: Sequence[StoredEvent], trace_id: str,
     report = audit(ordered, trace_id=trace_id)
     decisions = {a.attempt_id: a.decision for a in report.attempts}
     violations: dict[str, int] = {}
+    codes: dict[str, list[str]] = {}
     for v in report.violations:
         violations[v.attempt_id] = violations.get(v.attempt_id, 0) + 1
+        mine = codes.setdefault(v.attempt_id, [])
+        for code in (v.code, f"{v.code}:{v.destination}"):
+            if code not in mine:
+                mine.append(code)
     counts: dict[str, int] = {}
     records: dict[str, list[tuple[str, int]]] = {}
     for e in ordered:
@@ -122,5 +130,5 @@ def trace_rows(events: Sequence[StoredEvent], trace_id: str,
             aid, trace_id, start.event.api, start.position, start.recorded_at.isoformat(timespec="microseconds"),
             counts.get(aid, 0), decision.status if decision else "pending",
             tuple(decision.reasons) if decision else (), violations.get(aid, 0),
-            attempt_state(states)))
+            attempt_state(states), tuple(codes.get(aid, ()))))
     return attempts, reviews
