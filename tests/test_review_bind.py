@@ -160,3 +160,26 @@ def test_evidence_command_attaches_a_receipt_that_a_pass_value_can_cite(
     assert code == 0 and json.loads(out)["captures_checked"] == 1
     code, _, err = run("evidence", "t7", "--kind", "Bad Kind", "--file", str(receipt), db=db)
     assert code == 2 and "invalid_evidence_kind" in err
+
+
+def test_expect_digest_through_the_cli(tmp_path: Path) -> None:
+    import json
+
+    from tests.clihelp import count_events, run
+
+    db = tmp_path / "d.db"
+    with EventStore(f"sqlite:///{db}") as opened:
+        replay_into(opened, "t7")
+    code, out, _ = run("review", "t7", "--json", db=db)
+    seen = json.loads(out)["digest"]
+    run("review", "t7", "--set", "evidence_gap=more", "--reviewer", "alice", db=db)
+    before = count_events(db)
+    code, _, err = run("review", "t7", "--approve", "--reviewer", "bob", "--expect-digest",
+                       seen, "--json", db=db)
+    assert code == 5 and json.loads(err)["error"] == "record_changed"
+    assert count_events(db) == before
+    code, out, _ = run("review", "t7", "--json", db=db)
+    now = json.loads(out)["digest"]
+    code, out, _ = run("review", "t7", "--approve", "--reviewer", "bob", "--expect-digest", now,
+                       "--json", db=db)
+    assert code == 0 and json.loads(out)["approvals"][0]["digest"] == now
