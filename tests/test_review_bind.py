@@ -183,3 +183,24 @@ def test_expect_digest_through_the_cli(tmp_path: Path) -> None:
     code, out, _ = run("review", "t7", "--approve", "--reviewer", "bob", "--expect-digest", now,
                        "--json", db=db)
     assert code == 0 and json.loads(out)["approvals"][0]["digest"] == now
+
+
+def test_every_derived_field_names_the_kinds_that_support_a_pass(store: EventStore) -> None:
+    """native_observation=verified citing the trace's opening (#1) is refused; citing the
+    native terminal frame (#10) is accepted."""
+    from tests.test_review_amend import TEMPLATE
+    from tracestore.review.templates import load_all
+
+    for template in load_all():
+        for f in template.fields:
+            if f.evidence and f.evidence not in ("evidence_gap", "independent_reviewer",
+                                                 "actual_destinations"):
+                assert f.pass_evidence, (template.name, f.name)
+    head = store.head_position()
+    with pytest.raises(ReviewError) as refused:
+        act(store, "t7", sets=[("native_observation", "verified end_turn")], evidence=[1])
+    assert refused.value.code == "evidence_kind_mismatch"
+    assert "#1, a trace.opened, which cannot prove it" in refused.value.message
+    assert store.head_position() == head
+    act(store, "t7", sets=[("native_observation", "verified end_turn")], evidence=[10])
+    assert TEMPLATE.field("native_observation").accepts("frame.received", None)
