@@ -62,11 +62,16 @@ def test_auto_tells_bedrock_from_openai_and_attempts_lists_counts(db_file: Path)
     run("ingest", str(T1), "--attempt", "t1", "--trace", "desk", db=db_file)
     code, out, _ = run("attempts", "--json", db=db_file)
     assert code == 0
-    assert json.loads(out) == {"attempts": [
+    listing = json.loads(out)["attempts"]
+    old = ("attempt_id", "events", "trace_id", "api", "first_position")
+    assert [{k: a[k] for k in old} for a in listing] == [
         {"attempt_id": "s2", "events": 8, "trace_id": "s2", "api": "openai-responses",
          "first_position": 2},
         {"attempt_id": "t1", "events": 10, "trace_id": "desk",
-         "api": "bedrock-converse-stream", "first_position": 11}]}
+         "api": "bedrock-converse-stream", "first_position": 11}]
+    # Issue 21: the queue's fields too (S2 failed natively; T1 has no task rule: held).
+    assert [(a["status"], a["review_state"], a["violations"]) for a in listing] == [
+        ("failed", "unreviewed", 0), (listing[1]["status"], "unreviewed", 0)]
 
 
 def test_a_second_input_into_the_same_attempt_is_refused(db_file: Path) -> None:

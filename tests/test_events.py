@@ -15,7 +15,8 @@ def test_type_names_are_stable_strings_and_all_have_a_schema_version() -> None:
         "destination.written", "model.decision", "review.field_set", "review.approved",
         "run.opened", "model.called", "tool.observed", "run.finished", "run.graded",
         "contract.bound", "request.bound", "frame.rejected",
-        "capture.segment", "destination.read_back", "task.revised")
+        "capture.segment", "destination.read_back", "task.revised",
+        "evidence.attached", "reviewer.added", "store.setting")  # issue 21
     assert set(ev.SCHEMA_VERSIONS) == set(ev.EVENT_TYPES)
 
 

@@ -87,7 +87,8 @@ def test_history_keeps_every_value_nothing_is_overwritten(store: EventStore) -> 
     assert "remote_cancellation" in [f.name for f in record.unknown]
     history = record.history_dict()["history"]
     assert [h["set_by"] for h in history] == ["alice", "dave", "erin"]
-    assert set(history[0]) == {"name", "value", "set_by", "set_at", "position", "evidence"}
+    assert set(history[0]) == {"name", "value", "set_by", "set_at", "position", "evidence",
+                               "signed_by_key"}  # issue 21: None = unsigned
 
 
 def test_approval_by_a_reviewer_who_set_fields_is_refused(store: EventStore) -> None:

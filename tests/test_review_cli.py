@@ -78,8 +78,13 @@ def test_set_history_approve_through_the_cli(t7_db: Path) -> None:
         "release_decision"]
     code, _, stderr = run("review", "t7", "--approve", "--reviewer", "alice", db=t7_db)
     assert code == 5 and "reviewer_not_independent" in stderr
-    code, stdout, _ = run("review", "t7", "--approve", "--reviewer", "bob", db=t7_db)
-    assert code == 0 and "Approvals: bob at " in stdout and "(#15)." in stdout
+    # Issue 21: approval is refused while a CONFLICT stands, unless the approver says why.
+    code, _, stderr = run("review", "t7", "--approve", "--reviewer", "bob", db=t7_db)
+    assert code == 5 and "conflict_unresolved" in stderr
+    code, stdout, _ = run("review", "t7", "--approve", "--reviewer", "bob", "--override-reason",
+                          "the claim is the reviewer's test value", db=t7_db)
+    assert code == 0 and "Approvals: bob at " in stdout and (
+        "(#15; overrode a CONFLICT: the claim is the reviewer's test value).") in stdout
     code, stdout, _ = run("review", "t7", "--history", "--json", db=t7_db)
     history = json.loads(stdout)
     assert [(h["name"], h["value"], h["set_by"], h["position"]) for h in history["history"]] == [

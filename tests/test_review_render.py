@@ -178,7 +178,7 @@ def test_json_record_shape() -> None:
     doc = json.loads(render_json(record))
     assert set(doc) == {"template", "attempt_id", "trace_id", "as_of_position",
                         "tracestore_version", "fields", "unknown", "conflicts", "approvals",
-                        "orphan_values"}
+                        "orphan_values", "digest", "review_state"}  # issue 21
     assert (doc["template"], doc["attempt_id"], doc["unknown"]) == (
         "trace-review", "t7", ["remote_cancellation"])
     first = doc["fields"][0]

@@ -122,7 +122,7 @@ def test_release_json_loads_only_what_it_reads(tmp_path) -> None:
     assert json.loads(built_line) == sorted(["trace.opened", "attempt.started", "capture.stored",
                                              "frame.received", "transport.drained",
                                              "release.decided"])
-    assert len(MODELS) == 23
+    assert len(MODELS) == 26  # issue 21 added evidence.attached, reviewer.added, store.setting
     unwanted = ("tracestore.review.templates", "tracestore.review.amend", "tracestore.wire.sse",
                 "tracestore.wire.eventstream", "regex", "jinja2", "jsonschema", "rich",
                 "rich.console", "rich.table")

@@ -18,6 +18,7 @@ from tracestore.replay import parse_scenario, preview_replay
 from tracestore.review import ReviewRecord, fill_record, load_template, plan_review
 from tracestore.review.context import CONFLICT_CHECKS, build_context
 from tracestore.review.derivers import get_conflict_check
+from tracestore.review.receipts import plan_receipt
 from tracestore.review.templates import template_names
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed003"
@@ -185,9 +186,20 @@ def test_pass_on_an_unknown_field_needs_cited_evidence(value: str) -> None:
         plan_review(template, events, "t7", reviewer="alice",
                     sets=[("remote_cancellation", value)])
     assert refused.value.code == "evidence_required"
-    planned = plan_review(template, events, "t7", reviewer="alice", evidence=[6],
-                          sets=[("remote_cancellation", value)])
-    assert planned[0].event.evidence == (6,)
+    # Issue 21: #6 is the local Stop, which seed 003 says is not a provider receipt.
+    with pytest.raises(ReviewError) as refused:
+        plan_review(template, events, "t7", reviewer="alice", evidence=[6],
+                    sets=[("remote_cancellation", value)])
+    assert refused.value.code == "evidence_kind_mismatch" and refused.value.exit_code == 5
+    assert "#6, a local.stopped, which cannot prove it: it needs an attached " \
+           "cancellation_receipt or an attached provider_receipt" in refused.value.message
+    receipt = plan_receipt(events, "t7", kind="cancellation_receipt", data=b"req_123 cancelled")
+    last = events[-1]
+    attached = StoredEvent(last.position + 1, receipt.id, receipt.stream, 1,
+                           "evidence.attached", 1, last.recorded_at, "t7", receipt.event, "")
+    planned = plan_review(template, [*events, attached], "t7", reviewer="alice",
+                          evidence=[attached.position], sets=[("remote_cancellation", value)])
+    assert planned[0].event.evidence == (attached.position,)
 
 
 @pytest.mark.parametrize("value", ["UNKNOWN", "not verified: no provider receipt",

@@ -58,7 +58,9 @@ def test_attempts_listing_from_one_query_matches_the_events(db_file: Path) -> No
                              "trace_id": getattr(first.event, "trace_id", None),
                              "api": getattr(first.event, "api", None),
                              "first_position": first.position})
-    assert code == 0 and listing == expected and len(listing) >= 8
+    old = ("attempt_id", "events", "trace_id", "api", "first_position")  # issue 21 adds more
+    assert code == 0 and [{k: a[k] for k in old} for a in listing] == expected
+    assert len(listing) >= 8
 
 
 def test_iter_traces_yields_each_trace_as_read_gives_it(store: EventStore) -> None:

@@ -99,3 +99,15 @@ class ReviewError(TracestoreError):
 
     code = "review_refused"
     exit_code = 5
+
+
+# -- issue 21 (reviews) ---------------------------------------------------------------------
+
+class ReviewSignatureInvalid(StoreError):
+    """``verify``: a review event's signature does not hold; ``position`` names the first."""
+
+    code = "review_signature_invalid"
+
+    def __init__(self, message: str, *, position: int, **context: Any) -> None:
+        super().__init__(message, position=position, **context)
+        self.position = position

@@ -93,6 +93,9 @@ def to_json_bytes(model: BaseModel, *, exclude: set[str] | None = None) -> bytes
     is valid UTF-8 and reads back to exactly the same string.  Anything else that will not
     serialize is refused here with a code, never stored half-converted.
     """
+    omit = getattr(model.__class__, "OMIT_NONE", None)
+    if omit:  # optional fields added later are left out while unset: old bytes unchanged
+        exclude = (exclude or set()) | {n for n in omit if getattr(model, n) is None}
     try:
         return model.__pydantic_serializer__.to_json(model, exclude=exclude)
     except PydanticSerializationError as exc:

@@ -6,9 +6,9 @@ three validators, not twenty-four; ``event_codec`` picks the model by the stored
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
 DrainOutcome = Literal["clean", "eof", "error", "reset"]
 Destination = Literal["progress", "ui", "history", "export", "copy"]
@@ -29,6 +29,17 @@ class TaskRule(BaseModel):
     "Regular expressions that must ALL match the NFC-normalised answer (case-insensitive)."
     forbidden_patterns: tuple[str, ...] = ()
     "Regular expressions of which NONE may match (case-insensitive)."
+    semantic: Literal["regex", "reviewer"] | None = None
+    """Who decides acceptance: the patterns (``regex``, the default when unset) or a
+    reviewer's recorded verdict (``reviewer``: ``tracestore judge``; issue 21)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unset(self, handler: Any) -> Any:
+        # ``semantic`` is left out while unset, so rules written before it keep their bytes.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("semantic", 0) is None:
+            del data["semantic"]
+        return data
 
 
 class TraceOpened(_Event):
@@ -144,6 +155,16 @@ class SemanticJudged(_Event):
     failed_patterns: tuple[str, ...] = ()
     "Answer patterns that did not match, then forbidden patterns that did."
     by: str = "rule"
+    "``rule`` (the task rule's patterns) or the reviewer who judged (``tracestore judge``)."
+    # Issue 21's optional fields are left out of the stored JSON while unset, so events
+    # written before them (and the replay's rule verdicts) keep their exact bytes.
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("note", "key_id", "signature")
+    note: str | None = None
+    "The reviewer's note on a person's verdict."
+    key_id: str | None = None
+    "The reviewer key that signed a person's verdict (None: unsigned)."
+    signature: str | None = None
+    "Ed25519 signature (base64) over the payload without this field."
 
 
 class ReleaseDecided(_Event):
@@ -334,6 +355,11 @@ class ReviewFieldSet(_Event):
     value: str
     reviewer: str
     evidence: tuple[int, ...] = ()
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("key_id", "signature")
+    key_id: str | None = None
+    "The registered reviewer key that signed this value (None: unsigned)."
+    signature: str | None = None
+    "Ed25519 signature (base64) over the payload without this field."
 
 
 class ReviewApproved(_Event):
@@ -341,6 +367,53 @@ class ReviewApproved(_Event):
     attempt_id: str
     template: str
     reviewer: str
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("digest", "override_reason", "key_id",
+                                            "signature")
+    digest: str | None = None
+    "sha256 of the record as approved (field values, evidence, template version)."
+    override_reason: str | None = None
+    "Why the approver approved while a CONFLICT stood (None: no conflict overridden)."
+    key_id: str | None = None
+    "The registered reviewer key that signed this approval (None: unsigned)."
+    signature: str | None = None
+    "Ed25519 signature (base64) over the payload without this field."
+
+
+class EvidenceAttached(_Event):
+    """An external receipt a reviewer attaches to an attempt (issue 21): a provider's
+    cancellation receipt, a UI screenshot's digest, a support ticket id.  The bytes are
+    stored content-addressed in the blob table; this event names them, so it can be cited."""
+
+    type: Literal["evidence.attached"] = "evidence.attached"
+    attempt_id: str
+    kind: str
+    "What the receipt is (``cancellation_receipt``, ``screenshot``, ``ticket`` …)."
+    sha256: str
+    size: int
+    filename: str | None = None
+    by: str | None = None
+    note: str | None = None
+
+
+class ReviewerAdded(_Event):
+    """A reviewer's Ed25519 public key registered with the store (issue 21)."""
+
+    type: Literal["reviewer.added"] = "reviewer.added"
+    name: str
+    key_id: str
+    "sha256 of the raw public key, first 16 hex digits."
+    public_key: str
+    "The public key as PEM (SubjectPublicKeyInfo)."
+
+
+class StoreSetting(_Event):
+    """A store-wide setting, recorded as an event (issue 21: ``unsigned_reviews``)."""
+
+    type: Literal["store.setting"] = "store.setting"
+    name: str
+    value: str
+    by: str | None = None
+    reason: str | None = None
 
 
 Event = Annotated[
@@ -351,6 +424,7 @@ Event = Annotated[
         RunGraded,
         ContractBound, RequestBound, FrameRejected,
         CaptureSegment, DestinationReadBack, TaskRevised,
+        EvidenceAttached, ReviewerAdded, StoreSetting,
     ],
     Field(discriminator="type"),
 ]
@@ -362,6 +436,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "run.opened", "model.called", "tool.observed", "run.finished", "run.graded",
     "contract.bound", "request.bound", "frame.rejected",
     "capture.segment", "destination.read_back", "task.revised",
+    "evidence.attached", "reviewer.added", "store.setting",
 )
 
 #: The model of each event type, for validating a payload whose type is already known.

@@ -26,9 +26,9 @@ from tracestore.event_envelope import (
 from tracestore.event_models import (
     ANSWER_DESTINATIONS, EVENT_TYPES, MODELS, AgentMode, AttemptStarted, CaptureSegment,
     CaptureStored, ContractBound, Destination, DestinationReadBack, DestinationWritten,
-    DrainOutcome, Event, FrameReceived, FrameRejected, LocalStopped, ModelCalled,
-    ModelDecision, ReleaseDecided, RequestBound, ReviewApproved, ReviewFieldSet, RunFinished,
-    RunGraded, RunOpened, SemanticJudged, TaskRevised, TaskRule, ToolObserved, TraceOpened,
+    DrainOutcome, Event, EvidenceAttached, FrameReceived, FrameRejected, LocalStopped, ModelCalled,
+    ModelDecision, ReleaseDecided, RequestBound, ReviewApproved, ReviewerAdded, ReviewFieldSet,
+    RunFinished, RunGraded, RunOpened, SemanticJudged, StoreSetting, TaskRevised, TaskRule, ToolObserved, TraceOpened,
     TransportDrained,
 )
 
@@ -40,6 +40,6 @@ __all__ = [
     "NewEvent", "ReleaseDecided", "RequestBound", "ReviewApproved", "ReviewFieldSet",
     "RunFinished", "RunGraded", "RunOpened", "SemanticJudged", "SerializedEvent",
     "StoredEvent", "TaskRevised", "TaskRule", "ToolObserved", "TraceOpened",
-    "TransportDrained", "attempt_stream", "new_event_id", "parse_event", "parse_event_json",
+    "TransportDrained", "EvidenceAttached", "ReviewerAdded", "StoreSetting", "attempt_stream", "new_event_id", "parse_event", "parse_event_json",
     "review_stream", "to_json_bytes", "trace_stream", "upcast",
 ]

@@ -19,6 +19,7 @@ from tracestore.cli.help import install as install_help
 # keeps working while features land one at a time.
 _COMMAND_MODULES = (
     "store_cmds", "log_cmds", "bulk_cmds", "checkpoint_cmds", "release_cmds", "review_cmds",
+    "evidence_cmds", "reviewer_cmds", "queue_cmds", "judge_cmds",
     "recording_cmds", "contract_cmds", "agent_cmds", "report_cmds", "export_cmds",
 )
 # Where each command lives (tests/test_startup.py checks this against the modules).
@@ -28,6 +29,8 @@ COMMAND_HOMES = {
     "ingest-batch": "bulk_cmds", "checkpoint": "checkpoint_cmds",
     "release": "release_cmds", "replay": "release_cmds", "audit": "release_cmds",
     "review": "review_cmds", "templates": "review_cmds",
+    "evidence": "evidence_cmds", "reviewer": "reviewer_cmds", "reviews": "queue_cmds", "review-batch": "queue_cmds",
+    "judge": "judge_cmds",
     "destination": "recording_cmds", "task": "recording_cmds",
     "scenario-schema": "recording_cmds", "contract": "contract_cmds", "grade": "agent_cmds",
     "report": "report_cmds", "export": "export_cmds", "import": "export_cmds",

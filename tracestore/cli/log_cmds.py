@@ -20,7 +20,8 @@ from tracestore.cli.common import (
     term_text,
     trace_of_attempt,
 )
-from tracestore.errors import ChainBroken, NotFound
+from tracestore.cli.completion import complete_trace
+from tracestore.errors import ChainBroken, NotFound, ReviewSignatureInvalid
 
 # Heavy modules (SQLAlchemy, the pydantic event models) are imported inside the commands
 # that use them, so `tracestore --help` and `--version` start fast.
@@ -119,10 +120,43 @@ def events(
 
 @app.command()
 @handles_errors
-def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List attempts with their trace, API and event counts."""
+def attempts(
+    status: Annotated[Optional[str], typer.Option(
+        metavar="STATUS", help="Only this release status (released, held, stopped, pending, "
+                               "…).")] = None,
+    reason: Annotated[Optional[str], typer.Option(
+        metavar="CODE", help="Only attempts whose decision names this reason code.")] = None,
+    api: Annotated[Optional[str], typer.Option(
+        "--api", "--provider", metavar="API", help="Only this provider API "
+                                                   "(openai-responses, …).")] = None,
+    trace: Annotated[Optional[str], typer.Option(
+        metavar="TRACE", help="Only this trace.", autocompletion=complete_trace)] = None,
+    since: Annotated[Optional[str], typer.Option(
+        metavar="WHEN", help="Recorded at or after WHEN: an ISO time or an age (24h, 7d).")]
+    = None,
+    until: Annotated[Optional[str], typer.Option(
+        metavar="WHEN", help="Recorded at or before WHEN (ISO time or age).")] = None,
+    has_violations: Annotated[Optional[bool], typer.Option(
+        "--has-violations/--no-violations", show_default=False,
+        help="Only attempts with (or without) destination-audit violations.")] = None,
+    review_state: Annotated[Optional[str], typer.Option(
+        metavar="STATE", help="Only this review state: unreviewed, in-review, approved, "
+                              "stale, conflict.")] = None,
+    violation: Annotated[Optional[str], typer.Option(
+        metavar="CODE", help="Only attempts with this audit violation, optionally in one "
+                             "destination (ineligible_text_in_destination:history).")] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List attempts with trace, API, release status, review state and event counts; the
+    options filter (a reviewer's queue)."""
+    from tracestore.cli import queue_index as qi
+
+    filters = qi.QueueFilter(status=status, reason=reason, api=api, trace=trace, since=since,
+                             until=until, has_violations=has_violations,
+                             review_state=review_state, violation=violation)
     with open_store(db, create=False) as store:
-        listing = store.attempt_summaries()
+        listing = qi.select_attempts(store, filters)
     if as_json:
         emit_json({"attempts": listing})
         return
@@ -130,17 +164,41 @@ def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
 
     from tracestore.cli.tables import token_column
 
-    table = Table(title=f"{len(listing)} attempts")
-    token_column(table, "attempt", [r["attempt_id"] for r in listing])
-    token_column(table, "trace", [r["trace_id"] or "" for r in listing])
+    shown = listing[:TABLE_MAX_ROWS]
+    more = len(listing) - len(shown)
+    table = Table(title=f"{len(listing)} attempts" + (f" (first {len(shown)} shown)"
+                                                      if more else ""))
+    token_column(table, "attempt", [r["attempt_id"] for r in shown])
+    token_column(table, "trace", [r["trace_id"] or "" for r in shown])
     table.add_column("api", overflow="ellipsis")
+    token_column(table, "status", [r["status"] for r in shown])
+    token_column(table, "review", [r["review_state"] for r in shown])
     table.add_column("events", justify="right", no_wrap=True)
     table.add_column("first pos", justify="right", no_wrap=True)
-    for row in listing:
+    for row in shown:
         table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
-                      term_text(row["api"] or ""), str(row["events"]),
+                      term_text(row["api"] or ""), term_text(row["status"]),
+                      term_text(row["review_state"]), str(row["events"]),
                       str(row["first_position"]))
     console.print(table)
+    if more:
+        console.print(term_text(f"{more} more: --json lists them all", "dim"))
+
+
+def review_signatures(store: EventStore) -> Any:
+    """Check every review signature (issue 21): one indexed-free pass over the registry
+    and review events only, in position order."""
+    from sqlalchemy import select
+
+    from tracestore.review.signing import SIGNED_TYPES, check_signatures
+    from tracestore.store.reads import _to_stored
+    from tracestore.store.schema import events as table
+
+    kinds = (*SIGNED_TYPES, "reviewer.added", "store.setting")
+    with store._reader.connect() as conn:
+        rows = conn.execute(select(table).where(table.c.type.in_(kinds))
+                            .order_by(table.c.position)).mappings()
+        return check_signatures([_to_stored(row) for row in rows])
 
 
 #: What the head hash is, said where it is shown: it covers recording times, so two stores
@@ -173,19 +231,33 @@ def verify(
         expected = Expected(signed.position, signed.hash)
     with open_store(db, create=False) as store:
         result = store.verify(expected=expected)
+        reviews = review_signatures(store) if result.ok else None
     if as_json:
-        emit_json({"ok": result.ok, "count": result.count,
+        emit_json({"ok": result.ok and (reviews is None or reviews.ok), "count": result.count,
                    "first_broken_position": result.first_broken_position,
                    "reason": result.reason, "head_hash": result.head_hash,
                    "captures_checked": result.captures_checked,
-                   "checkpoint_position": result.checkpoint_position})
+                   "checkpoint_position": result.checkpoint_position,
+                   "reviews_checked": reviews.checked if reviews else 0,
+                   "first_bad_review_position": reviews.position if reviews else None,
+                   "review_reason": reviews.reason if reviews else None})
         if not result.ok:
             raise typer.Exit(ChainBroken.exit_code)
+        if reviews is not None and not reviews.ok:
+            raise typer.Exit(ReviewSignatureInvalid.exit_code)
         return
+    if result.ok and reviews is not None and not reviews.ok:
+        assert reviews.position is not None
+        raise ReviewSignatureInvalid(
+            f"review signature bad at position {reviews.position}: {reviews.reason} "
+            f"(the chain holds; {reviews.checked} review(s) checked)",
+            position=reviews.position)
     if result.ok:
         anchored = (f", extends the signed head at position {result.checkpoint_position}"
                     if result.checkpoint_position is not None else "")
-        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}")
+        signed = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
+        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}"
+                      f"{signed}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
     assert result.first_broken_position is not None

@@ -21,6 +21,7 @@ from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, err_console, handles_errors, open_store,
     safe_text, term_text, trace_of_attempt,
 )
+from tracestore.cli.completion import complete_attempt
 from tracestore.errors import InputError
 
 # The review package (pydantic) and the store (SQLAlchemy) are imported inside the commands,
@@ -47,16 +48,33 @@ def trace_of(store: EventStore, attempt_id: str) -> str:
 
 def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str, *,
           sets: list[tuple[str, str]], approve: bool, reviewer: Optional[str],
-          evidence: list[int]) -> tuple[int, ...]:
+          evidence: list[int], expect_digest: Optional[str] = None,
+          override_reason: Optional[str] = None, key: Any = None) -> tuple[int, ...]:
     """Append the reviewer's action; the refusal rules see the log as of this transaction."""
     from tracestore.review import plan_review
 
     def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
         events = view.read(trace_id=trace_id)
         return plan_review(template, events, attempt_id, sets=sets, approve=approve,
-                           reviewer=reviewer, evidence=evidence), []
+                           reviewer=reviewer, evidence=evidence, expect_digest=expect_digest,
+                           override_reason=override_reason, registry=registry_in(view),
+                           key=key), []
 
     return store.append_with(build).positions
+
+
+def registry_in(view: Any) -> Any:
+    """The reviewer keys and the unsigned-reviews setting as this transaction sees them."""
+    from tracestore.review.signing import REVIEWERS_STREAM, SETTINGS_STREAM, registry_of
+
+    return registry_of([*view.read(stream=REVIEWERS_STREAM),
+                        *view.read(stream=SETTINGS_STREAM)])
+
+
+KeyOption = Annotated[Optional[Path], typer.Option(
+    "--key", help="Your Ed25519 reviewer key (PEM, private) to sign with. Default: "
+                  "$TRACESTORE_REVIEWER_KEY (PEM text or a file path). Without one the "
+                  "review is unsigned, which a store with registered keys refuses.")]
 
 
 def render(record: ReviewRecord, fmt: Format, history: bool) -> str:
@@ -91,7 +109,8 @@ def _check_options(attempt: Optional[str], blank: bool, acting: bool, history: b
 @app.command()
 @handles_errors
 def review(
-    attempt: Annotated[Optional[str], typer.Argument(help="Attempt id to review.")] = None,
+    attempt: Annotated[Optional[str], typer.Argument(
+        help="Attempt id to review.", autocompletion=complete_attempt)] = None,
     template: Annotated[str, typer.Option(help="Template name (see `tracestore templates`).")]
     = DEFAULT_TEMPLATE,
     fmt: Annotated[Format, typer.Option("--format", help="md for people, json for scripts.")]
@@ -101,11 +120,20 @@ def review(
     set_: Annotated[Optional[list[str]], typer.Option(
         "--set", help="Append a reviewer value for a field (repeatable). Needs --reviewer.")]
     = None,
-    reviewer: Annotated[Optional[str], typer.Option(help="Who sets or approves.")] = None,
+    reviewer: Annotated[Optional[str], typer.Option(
+        help="Who sets or approves (with --key: the key's registered name, may be left out).")]
+    = None,
+    key: KeyOption = None,
     evidence: Annotated[Optional[list[int]], typer.Option(
         help="An event position the --set values rest on (repeatable).")] = None,
     approve: Annotated[bool, typer.Option(
         help="Approve the record as an independent reviewer. Needs --reviewer.")] = False,
+    expect_digest: Annotated[Optional[str], typer.Option(
+        metavar="HEX",
+        help="The record digest you read (JSON digest, or the Review state line): the "
+             "action is refused with record_changed if the record changed since.")] = None,
+    override_reason: Annotated[Optional[str], typer.Option(
+        metavar="TEXT", help="Approve although a CONFLICT stands, saying why (kept in the record).")] = None,
     history: Annotated[bool, typer.Option(help="Show every value each field has had.")] = False,
     blank: Annotated[bool, typer.Option(help="Print the empty record (every field UNKNOWN).")]
     = False,
@@ -123,8 +151,13 @@ def review(
     fmt = Format.json if as_json else fmt
     sets = [parse_assignment(s) for s in set_ or []]
     _check_options(attempt, blank, bool(sets) or approve, history)
+    signer = None
     if sets or approve:
-        reviewer = check_reviewer(reviewer)
+        from tracestore.review.signing import signing_key
+
+        signer = signing_key(key)
+        if signer is None or reviewer is not None:
+            reviewer = check_reviewer(reviewer)
     spec = load_template(template)
     version = tracestore.__version__
     if blank:
@@ -135,7 +168,9 @@ def review(
         trace_id = trace_of(store, attempt)
         if sets or approve:
             written = amend(store, spec, attempt, trace_id, sets=sets, approve=approve,
-                            reviewer=reviewer, evidence=evidence or [])
+                            reviewer=reviewer, evidence=evidence or [],
+                            expect_digest=expect_digest, override_reason=override_reason,
+                            key=signer)
             err_console.print(term_text(
                 f"recorded {len(written)} review event(s) at "
                 f"{', '.join(f'#{p}' for p in written)}"))

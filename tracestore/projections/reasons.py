@@ -37,6 +37,8 @@ SEMANTIC_ACCEPTED: Final = "semantic_accepted"
 # --- reasons: why it is still pending --------------------------------------------------
 AWAITING_NATIVE_TERMINAL: Final = "awaiting_native_terminal"
 AWAITING_DRAIN: Final = "awaiting_drain"
+# issue 21: the task rule says a reviewer decides semantic acceptance
+AWAITING_REVIEWER_VERDICT: Final = "awaiting_reviewer_verdict"
 
 # --- reasons: why it was not released --------------------------------------------------
 LOCAL_STOP_BEFORE_RELEASE: Final = "local_stop_before_release"
@@ -281,4 +283,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     RUN_FAILED: "The agent run failed; the next reason is seed 001's code.",
     # seed 001's codes (tracestore.agent.codes): run reasons, refusals, findings
     **_AGENT_DESCRIPTIONS,
+    # issue 21: a reviewer decides semantic acceptance ("semantic": "reviewer")
+    AWAITING_REVIEWER_VERDICT: "The task's semantic acceptance is decided by a reviewer: a "
+                               "reviewer's verdict (tracestore judge) is awaited.",
 }

@@ -22,7 +22,9 @@ from typing import Any
 from tracestore.agent.codes import AGENT_API
 from tracestore.contracts.binding import context_of
 from tracestore.contracts.judge import ReplyVerdict, judge_reply
-from tracestore.events import AttemptStarted, StoredEvent, TaskRevised, TaskRule, TraceOpened
+from tracestore.events import (
+    AttemptStarted, SemanticJudged, StoredEvent, TaskRevised, TaskRule, TraceOpened,
+)
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
 from tracestore.projections.semantics import Judgement, judge, sha256_text
@@ -112,7 +114,8 @@ def _named(fold: AttemptFold, out: _Outcome | None) -> _Outcome | None:
                     out.judgement, out.verdict)
 
 
-def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
+def _evaluate(fold: AttemptFold, rule: TaskRule | None,
+              person: SemanticJudged | None = None) -> _Outcome | None:
     """The outcome if the facts folded so far make it final, else None.
 
     Only the newest event can make it final (earlier states were not), so the order of
@@ -138,7 +141,7 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None) -> _Outcome | None:
         return _Outcome(R.STOPPED, (R.CONTROLLED_LOCAL_CANCEL,))
     if fold.drain is None:
         return None
-    return _drained_outcome(fold, rule)
+    return _drained_outcome(fold, rule, person)
 
 
 def _exception_outcome(fold: AttemptFold) -> _Outcome:
@@ -151,7 +154,25 @@ def _exception_outcome(fold: AttemptFold) -> _Outcome:
     return _Outcome(R.INTERRUPTED, (R.NATIVE_EXCEPTION,))
 
 
-def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
+def by_reviewer(rule: TaskRule | None) -> bool:
+    """The rule leaves semantic acceptance to a reviewer's recorded verdict (issue 21)."""
+    return rule is not None and rule.semantic == "reviewer"
+
+
+def _person_outcome(fold: AttemptFold, person: SemanticJudged | None) -> _Outcome | None:
+    """A reviewer's verdict on exactly this answer, or None (pending: awaited)."""
+    text = fold.text()
+    if person is None or person.answer_sha256 != sha256_text(text):
+        return None
+    judged = Judgement(person.verdict, (), person.answer_sha256)
+    if person.verdict == "accepted":
+        return _Outcome(R.RELEASED, (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN,
+                                     R.SEMANTIC_ACCEPTED), judged)
+    return _Outcome(R.REJECTED, (R.SEMANTIC_REJECTED,), judged)
+
+
+def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
+                     person: SemanticJudged | None = None) -> _Outcome | None:
     assert fold.drain is not None and fold.profile is not None
     missing = () if fold.terminals else (R.NO_NATIVE_TERMINAL,)
     if fold.drain.outcome != "clean":
@@ -166,6 +187,8 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
         return _Outcome(R.HELD, (R.EMPTY_ANSWER,))
     if fold.structured:
         return _structured_outcome(fold, rule)
+    if by_reviewer(rule):
+        return _person_outcome(fold, person)
     if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
         return _Outcome(R.HELD, (R.NO_SEMANTIC_RULE,))
     verdict = judge(rule, fold.text())
@@ -200,9 +223,10 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
     return _Outcome(R.REJECTED, (R.SEMANTIC_REJECTED,), judged, verdict)
 
 
-def _pending_reasons(fold: AttemptFold) -> tuple[str, ...]:
+def _pending_reasons(fold: AttemptFold, rule: TaskRule | None = None) -> tuple[str, ...]:
     reasons = () if fold.terminals else (R.AWAITING_NATIVE_TERMINAL,)
-    return reasons + ((R.AWAITING_DRAIN,) if fold.drain is None else ())
+    reasons += (R.AWAITING_DRAIN,) if fold.drain is None else ()
+    return reasons + ((R.AWAITING_REVIEWER_VERDICT,) if by_reviewer(rule) else ())
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +263,8 @@ class ReleaseJudge:
         self.outcome: _Outcome | None = None
         self.decided_at: int | None = None
         self.decided_text: str | None = None
+        self.person: SemanticJudged | None = None
+        "The latest reviewer verdict on this attempt (a rule with semantic=reviewer)."
         # The start event itself may already decide (no profile): judge it once.
         self._judge(fold.start.position)
 
@@ -266,18 +292,25 @@ class ReleaseJudge:
     def feed(self, stored: StoredEvent) -> None:
         if stored.position <= self.fold.start.position:
             return
+        event = stored.event
+        if (event.__class__ is SemanticJudged and event.by != "rule"
+                and event.attempt_id == self.fold.started.attempt_id):
+            if self.outcome is None and by_reviewer(self.rule):
+                self.person = event
+                self._judge(stored.position)
+            return
         if self.fold.apply(stored) and self.outcome is None:
             self._judge(stored.position)
 
     def _judge(self, position: int) -> None:
-        self.outcome = _named(self.fold, _evaluate(self.fold, self.rule))
+        self.outcome = _named(self.fold, _evaluate(self.fold, self.rule, self.person))
         if self.outcome is not None:
             self.decided_at = position
             self.decided_text = self.fold.text()
 
     def decision(self) -> ReleaseDecision:
         view = self.fold.view()
-        out = self.outcome or _Outcome(R.PENDING, _pending_reasons(self.fold))
+        out = self.outcome or _Outcome(R.PENDING, _pending_reasons(self.fold, self.rule))
         released = out.status == R.RELEASED
         answer = view.text if released else None
         report = None

@@ -59,7 +59,9 @@ _STEPS: list[dict[str, Any]] = [
 _TASK = {"type": ["object", "null"], "additionalProperties": False, "properties": {
     "description": {"type": ["string", "null"]},
     "answer_patterns": {"type": "array", "items": {"type": "string"}},
-    "forbidden_patterns": {"type": "array", "items": {"type": "string"}}}}
+    "forbidden_patterns": {"type": "array", "items": {"type": "string"}},
+    # issue 21: who decides acceptance (the patterns, or a reviewer's `tracestore judge`)
+    "semantic": {"enum": ["regex", "reviewer", None]}}}
 
 SCENARIO_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -214,9 +214,12 @@ def _describe(stored: StoredEvent) -> tuple[str, str, str | None]:
         return ("progress" if event.destination == "progress" else "write",
                 event.destination, event.text)
     if kind == "review.field_set":
-        return "review", f"review {event.field} by {event.reviewer}", event.value
+        return ("review", f"review {event.template}.{event.field} by {event.reviewer}",
+                event.value)
     if kind == "review.approved":
-        return "review", f"approved by {event.reviewer}", None
+        # Names the record it approved: the report may show another template's record,
+        # which this approval does not cover (issue 21).
+        return "review", f"{event.template} record approved by {event.reviewer}", None
     if kind == "capture.stored":
         return "other", f"capture {event.framing}", f"{event.size} bytes"
     if kind == "model.decision":

@@ -68,8 +68,12 @@ class ReviewContext:
         return self.events[-1].position if self.events else 0
 
     def attempt_events(self) -> list[StoredEvent]:
-        """Events about this attempt (any stream), in global order."""
-        return [e for e in self.events if e.attempt_id == self.attempt_id]
+        """Events about this attempt (any stream but the review records'), in global order.
+
+        Review events are about a record, not the attempt: an approval must not change
+        the facts it approved (``record.content_digest``)."""
+        return [e for e in self.events if e.attempt_id == self.attempt_id
+                and not e.stream.startswith("review:")]
 
     def recorded_decision(self) -> StoredEvent | None:
         """The ``release.decided`` event the replay harness recorded, if any."""

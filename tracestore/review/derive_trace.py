@@ -9,6 +9,7 @@ import json
 from tracestore.agent.codes import AGENT_API
 from tracestore.events import (
     CaptureSegment, CaptureStored, DestinationWritten, FrameReceived, ModelDecision, SemanticJudged,
+    TaskRevised,
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
@@ -170,7 +171,10 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         return None
     task = ctx.trace.task
     cited: list[int | None] = [ctx.trace_position]
-    if (task is None or not (task.answer_patterns or task.forbidden_patterns)) \
+    if task is not None and task.semantic == "reviewer":
+        rule = (f"{task.description or 'rule without description'} — acceptance decided by "
+                "a reviewer's recorded verdict (tracestore judge), not by patterns")
+    elif (task is None or not (task.answer_patterns or task.forbidden_patterns)) \
             and ctx.decision.contract is not None:
         rule = "No semantic rule: the output contract is the acceptance rule"
     elif task is None or not (task.answer_patterns or task.forbidden_patterns):
@@ -179,6 +183,13 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         rule = (f"{task.description or 'rule without description'} — "
                 f"{len(task.answer_patterns)} required and {len(task.forbidden_patterns)} "
                 "forbidden patterns, case-insensitive on NFC text; no exact-string equality")
+    revised = [e for e in ctx.events if isinstance(e.event, TaskRevised)
+               and e.event.trace_id == ctx.started.trace_id]
+    if revised:  # the decision uses the newest rule; the record says which and cites it
+        last = revised[-1]
+        rule += (f"; rule revised to v{last.event.version} at #{last.position}"
+                 + (f" by {last.event.by}" if last.event.by else ""))
+        cited.append(last.position)
     judged = next((e for e in ctx.attempt_events() if isinstance(e.event, SemanticJudged)), None)
     j = ctx.decision.judgement
     if judged is not None:
@@ -192,8 +203,13 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
         verdict = (f"not judged: the attempt was {ctx.decision.status} at "
                    f"#{ctx.decision.decided_at_position}, before acceptance")
         cited.append(ctx.decision.decided_at_position)
+    elif task is not None and task.semantic == "reviewer":
+        verdict = "awaiting a reviewer's verdict"
     else:
         verdict = "not judged yet"
+    if judged is not None and judged.event.by != "rule":
+        verdict += f" by {judged.event.by}" + (" (unsigned)" if judged.event.key_id is None
+                                               else f" (key {judged.event.key_id})")
     from tracestore.review.derive_attempt import contract_summary
 
     contract = contract_summary(ctx)

@@ -9,6 +9,9 @@ flagged as a conflict.  Nothing here reads a database or a clock.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -20,6 +23,8 @@ from tracestore.review.templates import Template, TemplateField
 
 UNKNOWN: Final = "UNKNOWN"
 Source = Literal["derived", "reviewer", "unknown"]
+ReviewState = Literal["unreviewed", "in-review", "approved", "stale", "conflict"]
+REVIEW_STATES: Final = ("unreviewed", "in-review", "approved", "stale", "conflict")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,10 +37,13 @@ class Amendment:
     at: str
     position: int
     evidence: tuple[int, ...]
+    key_id: str | None = None
+    "The reviewer key that signed the value; None: unsigned."
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.field, "value": self.value, "set_by": self.reviewer,
-                "set_at": self.at, "position": self.position, "evidence": list(self.evidence)}
+                "set_at": self.at, "position": self.position, "evidence": list(self.evidence),
+                "signed_by_key": self.key_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +51,17 @@ class Approval:
     reviewer: str
     at: str
     position: int
+    digest: str | None = None
+    "The record digest the approver approved (None: recorded before approvals had one)."
+    stale: bool = False
+    "The record no longer has that digest (amended, new evidence, rule revised)."
+    override_reason: str | None = None
+    key_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"reviewer": self.reviewer, "at": self.at, "position": self.position}
+        return {"reviewer": self.reviewer, "at": self.at, "position": self.position,
+                "digest": self.digest, "stale": self.stale,
+                "override_reason": self.override_reason, "signed_by_key": self.key_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +105,24 @@ class ReviewRecord:
     "Every reviewer value of this record, in log order (including superseded ones)."
     orphans: tuple[Amendment, ...] = ()
     "Reviewer values for fields the template no longer has (shown, never dropped)."
+    digest: str | None = None
+    "sha256 of what an approval binds to (``content_digest``); None for a blank record."
+
+    @property
+    def current_approvals(self) -> list[Approval]:
+        return [a for a in self.approvals if not a.stale]
+
+    @property
+    def review_state(self) -> ReviewState:
+        """approved (an approval of the record as it is now) > conflict > stale (only
+        approvals of an earlier content) > in-review (values, no approval) > unreviewed."""
+        if self.current_approvals:
+            return "approved"
+        if self.conflicts:
+            return "conflict"
+        if self.approvals:
+            return "stale"
+        return "in-review" if self.history else "unreviewed"
 
     @property
     def unknown(self) -> list[FieldValue]:
@@ -109,6 +143,7 @@ class ReviewRecord:
             "conflicts": [f.name for f in self.conflicts],
             "approvals": [a.to_dict() for a in self.approvals],
             "orphan_values": [a.to_dict() for a in self.orphans],
+            "digest": self.digest, "review_state": self.review_state,
         }
 
     def history_dict(self) -> dict[str, Any]:
@@ -120,13 +155,47 @@ class ReviewRecord:
 
 def amendments(review: Sequence[StoredEvent]) -> list[Amendment]:
     return [Amendment(e.event.field, e.event.value, e.event.reviewer, e.recorded_at.isoformat(),
-                      e.position, tuple(e.event.evidence))
+                      e.position, tuple(e.event.evidence), e.event.key_id)
             for e in review if isinstance(e.event, ReviewFieldSet)]
 
 
-def approvals(review: Sequence[StoredEvent]) -> list[Approval]:
-    return [Approval(e.event.reviewer, e.recorded_at.isoformat(), e.position)
+def approvals(review: Sequence[StoredEvent], digest: str | None = None) -> list[Approval]:
+    """Approvals of the record; each is stale unless it approved exactly ``digest``."""
+    return [Approval(e.event.reviewer, e.recorded_at.isoformat(), e.position, e.event.digest,
+                     e.event.digest is None or e.event.digest != digest,
+                     e.event.override_reason, e.event.key_id)
             for e in review if isinstance(e.event, ReviewApproved)]
+
+
+#: Fields filled by approvals themselves are not part of what an approval approves.
+_APPROVAL_EVIDENCE: Final = frozenset({"independent_reviewer"})
+
+
+def template_version(template: Template) -> str:
+    """sha256 of the template as data: rewording or adding a field is a new version."""
+    doc = json.dumps(template.to_dict(), sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(doc.encode("ascii")).hexdigest()
+
+
+def content_digest(template: Template, fields: Sequence[FieldValue]) -> str:
+    """What an approval binds to: every field's value and evidence (and the derived value a
+    reviewer value overrides, with its evidence) and the template version.
+
+    The approval field itself is left out (approving must not change what was approved),
+    and so is the running tracestore version (``fill_record`` derives the digest's fields
+    with an empty version): upgrading the tool does not stale every approval.
+    """
+    rows = []
+    for f in fields:
+        spec = template.field(f.name)
+        if spec.evidence in _APPROVAL_EVIDENCE:
+            continue
+        derived = None if f.derived is None else [f.derived.value, list(f.derived.evidence)]
+        rows.append([f.name, f.source, f.value, list(f.evidence), derived])
+    doc = {"template": template.name, "template_sha256": template_version(template),
+           "fields": rows}
+    text = json.dumps(doc, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def derive(field: TemplateField, ctx: ReviewContext) -> Derived | None:
@@ -158,9 +227,13 @@ def fill_record(template: Template, events: Sequence[StoredEvent], attempt_id: s
     latest = {a.field: a for a in history}  # later values replace earlier ones
     names = {f.name for f in template.fields}
     fields = tuple(fill_field(f, ctx, latest.get(f.name)) for f in template.fields)
+    bound = fields if not version else tuple(
+        fill_field(f, dataclasses.replace(ctx, version=""), latest.get(f.name))
+        for f in template.fields)
+    digest = content_digest(template, bound)
     return ReviewRecord(template, attempt_id, ctx.started.trace_id, ctx.as_of, version, fields,
-                        tuple(approvals(review)), tuple(history),
-                        tuple(a for a in history if a.field not in names))
+                        tuple(approvals(review, digest)), tuple(history),
+                        tuple(a for a in history if a.field not in names), digest)
 
 
 def blank_record(template: Template, *, version: str) -> ReviewRecord:

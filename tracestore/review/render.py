@@ -62,11 +62,30 @@ def summary_line(record: ReviewRecord) -> str:
     return line
 
 
+def _approval(a: Approval) -> str:
+    notes = [f"#{a.position}"]
+    if a.stale:
+        notes.append("STALE: the record changed after it was approved" if a.digest else
+                     "STALE: not bound to the record's content")
+    if a.override_reason:
+        notes.append(f"overrode a CONFLICT: {md_cell(a.override_reason)}")
+    return f"{md_cell(a.reviewer)} at {md_cell(a.at)} ({'; '.join(notes)})"
+
+
 def _approvals_line(approvals: Sequence[Approval]) -> str:
     if not approvals:
         return "Approvals: none."
-    return "Approvals: " + ", ".join(
-        f"{md_cell(a.reviewer)} at {md_cell(a.at)} (#{a.position})" for a in approvals) + "."
+    return "Approvals: " + ", ".join(_approval(a) for a in approvals) + "."
+
+
+def _state_line(record: ReviewRecord) -> str:
+    """``Review state: stale · record digest …`` (only once anyone has reviewed)."""
+    unsigned = [a.position for a in record.history if a.key_id is None]
+    unsigned += [a.position for a in record.approvals if a.key_id is None]
+    signed = (f"UNSIGNED reviews at {cite(sorted(unsigned))}" if unsigned
+              else "every review signed")
+    return (f"Review state: {record.review_state} · {signed} · record digest "
+            f"{record.digest}")
 
 
 def _heading(record: ReviewRecord, what: str) -> list[str]:
@@ -90,6 +109,8 @@ def render_markdown(record: ReviewRecord) -> str:
     lines += ["", summary_line(record)]
     if record.attempt_id is not None:
         lines.append(_approvals_line(record.approvals))
+        if record.review_state != "unreviewed":
+            lines.append(_state_line(record))
     if record.orphans:
         lines.append("Reviewer values for fields this template no longer has: " + ", ".join(
             f"{md_cell(a.field)} (#{a.position})" for a in record.orphans) + ".")

@@ -24,6 +24,8 @@ TEMPLATE_NAME: Final = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 #: A field name is how reviewers address a field in ``--set FIELD=VALUE``.
 FIELD_NAME: Final = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 DEFAULT_TEMPLATE: Final = "trace-review"
+#: ``frame.received`` or ``evidence.attached:cancellation_receipt``.
+EVIDENCE_KIND: Final = re.compile(r"^[a-z]+(?:\.[a-z_]+)+(?::[a-z0-9_]{1,64})?$")
 
 
 class TemplateField(BaseModel):
@@ -38,6 +40,24 @@ class TemplateField(BaseModel):
     "The deriver that supplies evidence from events; None when no projection does."
     reviewer_only: bool = False
     "Only a reviewer can supply this field (it stays UNKNOWN until one does)."
+    pass_evidence: tuple[str, ...] | None = None
+    """Event kinds that can support a PASS-like value (``TYPE`` or ``evidence.attached:KIND``);
+    citing another kind is ``evidence_kind_mismatch``.  None: any event of the trace."""
+
+    @field_validator("pass_evidence")
+    @classmethod
+    def _kinds(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and (not value or not all(EVIDENCE_KIND.match(k) for k in value)):
+            raise ValueError("pass_evidence lists event types (a.b) or "
+                             "evidence.attached:KIND entries")
+        return value
+
+    def accepts(self, event_type: str, kind: str | None) -> bool:
+        """Whether an event of this type (and evidence kind) may support a PASS value."""
+        if self.pass_evidence is None:
+            return True
+        return event_type in self.pass_evidence or (
+            kind is not None and f"{event_type}:{kind}" in self.pass_evidence)
 
     @field_validator("name")
     @classmethod

@@ -29,7 +29,8 @@ from tracestore.store.schema import blobs, events
 
 GENESIS_HASH = "0" * 64
 # Events that name raw bytes in ts_blobs by sha256: an ingested capture, a live segment.
-_CAPTURE_TYPES = frozenset({"capture.stored", "capture.segment"})
+# Issue 21: a reviewer's attached receipt (``evidence.attached``) names its bytes the same way.
+_CAPTURE_TYPES = frozenset({"capture.stored", "capture.segment", "evidence.attached"})
 _TEXT_COLUMNS = ("id", "stream", "type", "recorded_at", "trace_id", "payload", "hash")
 
 
