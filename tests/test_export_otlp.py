@@ -1,0 +1,168 @@
+"""``export --format otlp`` spans that carry the story (issue 23): name, content, status,
+times, frames summarized without loss, lone surrogates, routing and refusals, reviews."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from pathlib import Path
+
+import pytest
+
+from tracestore.store.log import EventStore
+
+from clihelp import run
+from otlphelp import Collector, attributes, otlp_spans, pb_attributes
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "fixtures" / "seed003"
+GPT4O = REPO / "fixtures" / "real" / "openai-responses" / "text-gpt-4o.sse"
+T8_ANSWER = "The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed Thursday."
+T8_OLD_DELTA = "The public desk opens Wednesday from 09:00 to 17:00 UTC. "
+
+
+@pytest.fixture(scope="module")
+def seed_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("otlp") / "seed.db"
+    assert run("replay", str(SEED), "--json", db=db)[0] == 0
+    return db
+
+
+def spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
+    out = tmp_path / "spans.json"
+    code, _, err = run("export", "--format", "otlp", *args, "--out", str(out), db=db)
+    assert code == 0, err
+    return otlp_spans(json.loads(out.read_text("utf-8")))
+
+
+def test_content_is_opt_in_and_carries_the_released_answer_or_the_candidate(
+        seed_db: Path, tmp_path: Path) -> None:
+    plain = spans_of(seed_db, tmp_path, "--trace", "t8")
+    assert not any(T8_OLD_DELTA.strip() in json.dumps(s) for s in plain)
+    old, new = spans_of(seed_db, tmp_path, "--trace", "t8", "--content")
+    a_new, a_old = attributes(new), attributes(old)
+    assert json.loads(a_new["gen_ai.output.messages"]) == [{
+        "role": "assistant", "parts": [{"type": "text", "content": T8_ANSWER}],
+        "finish_reason": "end_turn", "tracestore.release_status": "released"}]
+    assert (a_new["output.value"], a_new["tracestore.output.kind"]) == (T8_ANSWER, "released")
+    # The stopped attempt: its candidate as it stood when decided, with its status.
+    out = json.loads(a_old["gen_ai.output.messages"])[0]
+    assert (out["parts"][0]["content"], out["tracestore.release_status"]) == (
+        T8_OLD_DELTA, "stopped")
+    assert a_old["tracestore.output.kind"] == "candidate"
+    assert (a_new["openinference.span.kind"], a_new["llm.token_count.prompt"],
+            a_new["llm.token_count.completion"]) == ("LLM", "30", "20")
+    assert [(e["name"], attributes(e).get("tracestore.text")) for e in new["events"]
+            if e["name"] == "tracestore.text_block"] == [("tracestore.text_block", T8_ANSWER)]
+    # --redact text wins over --content: digests only.
+    redacted = spans_of(seed_db, tmp_path, "--trace", "t8", "--content", "--redact", "text")
+    assert T8_OLD_DELTA.strip() not in json.dumps(redacted)
+    import hashlib
+    assert attributes(redacted[1])["output.value"] == \
+        "sha256:" + hashlib.sha256(T8_ANSWER.encode()).hexdigest()
+
+
+def test_status_description_and_error(seed_db: Path, tmp_path: Path) -> None:
+    old, new = spans_of(seed_db, tmp_path, "--trace", "t8")
+    assert old.get("status", {}) == {} and new["status"] == {"code": 1}  # UNSET, OK
+    assert (attributes(old)["tracestore.release.status"],
+            attributes(old)["tracestore.release.first_reason"]) == (
+        "stopped", "local_stop_before_release")
+    assert attributes(old)["tracestore.release.description"].startswith("A local Stop came")
+    [failed] = spans_of(seed_db, tmp_path, "--trace", "s1-error")
+    a = attributes(failed)
+    assert a["tracestore.release.status"] == "failed"
+    assert failed["status"] == {"code": 2, "message": "failed: " + ", ".join(
+        a["tracestore.release.reasons"])}
+    assert a["error.type"] == a["tracestore.release.reasons"][0]
+
+
+def test_span_name_and_model_from_the_frames(tmp_path: Path) -> None:
+    db = tmp_path / "gpt.db"
+    assert run("ingest", str(GPT4O), "--attempt", "g", db=db)[0] == 0
+    [span] = spans_of(db, tmp_path, "--trace", "g", "--content")
+    a = attributes(span)
+    assert span["name"] == f"chat {a['gen_ai.response.model']}"
+    assert a["gen_ai.response.model"].startswith("gpt-4o")
+    assert a["llm.model_name"] == a["gen_ai.response.model"]
+    assert a["gen_ai.provider.name"] == "openai" and a["output.value"]
+
+
+def test_times_come_from_the_frames_not_from_later_commands(seed_db: Path) -> None:
+    from tracestore.export.otlp import build_spans
+
+    with EventStore(str(seed_db)) as store:
+        events = list(store.iter_events(trace_id="t1"))
+    base = events[0].recorded_at
+    # Each event one second after the previous; a judgement 60 s later (another command).
+    moved = [dataclasses.replace(e, recorded_at=base + dt.timedelta(seconds=i))
+             for i, e in enumerate(events)]
+    frames = [i for i, e in enumerate(moved) if e.type == "frame.received"]
+    started = next(i for i, e in enumerate(moved) if e.type == "attempt.started")
+    moved.append(dataclasses.replace(events[-1], recorded_at=base + dt.timedelta(seconds=600)))
+    [span] = build_spans(moved)
+    assert (span.end_time - span.start_time) == (frames[-1] - frames[0]) * 10**9
+    first_text = next(i for i in frames if "text_delta" in moved[i].event.kinds)
+    assert span.attributes["tracestore.time_to_first_token_ms"] == \
+        (first_text - started) * 1000.0
+
+
+def scenario(path: Path, deltas: list[str]) -> Path:
+    steps = [{"open": "r", "attempt": "big", "api": "bedrock-converse-stream"},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}}]
+    steps += [{"reader": "r", "event": {"contentBlockDelta": {
+        "contentBlockIndex": 0, "delta": {"text": d}}}} for d in deltas]
+    steps += [{"reader": "r", "event": {"contentBlockStop": {"contentBlockIndex": 0}}},
+              {"reader": "r", "event": {"messageStop": {"stopReason": "end_turn"}}},
+              {"reader": "r", "local": "drain", "outcome": "clean"}]
+    path.write_text(json.dumps({"trace": "big", "steps": steps}), "utf-8")
+    return path
+
+
+def test_ten_thousand_frames_lose_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "big.db"
+    deltas = [f"w{i} " for i in range(10_000)]
+    code, _, err = run("replay", str(scenario(tmp_path / "big.json", deltas)), db=db)
+    assert code == 0, err
+    code, stdout, err = run("export", "--format", "otlp", "--content", "--out",
+                            str(tmp_path / "o.json"), "--json", db=db)
+    assert code == 0, err
+    assert json.loads(stdout)["dropped"] == 0
+    [span] = otlp_spans(json.loads((tmp_path / "o.json").read_text("utf-8")))
+    assert span.get("droppedEventsCount", 0) == 0
+    names = [e["name"] for e in span["events"]]
+    assert names == ["tracestore.destination_write", "tracestore.frame",
+                     "tracestore.text_block", "tracestore.frame",
+                     "tracestore.frame", "tracestore.drain", "tracestore.release_decision"]
+    block = attributes(span["events"][2])
+    assert (block["tracestore.frames"], block["tracestore.text"]) == ("10000", "".join(deltas))
+
+
+def test_the_cli_says_how_many_were_dropped(tmp_path: Path, monkeypatch) -> None:
+    import tracestore.export.otlp as otlp
+
+    db = tmp_path / "small.db"
+    assert run("replay", str(scenario(tmp_path / "s.json", ["a", "b"])), db=db)[0] == 0
+    monkeypatch.setattr(otlp, "MAX_EVENTS", 2)
+    code, stdout, err = run("export", "--format", "otlp", "--out", str(tmp_path / "o.json"),
+                            "--json", db=db)
+    assert code == 0, err
+    assert json.loads(stdout)["dropped"] == 5  # 7 events, a limit of 2
+    code, _, err = run("export", "--format", "otlp", "--out", str(tmp_path / "o.json"), db=db)
+    assert "dropped 5 span events" in err and "(5 dropped)" in err
+
+
+def test_a_lone_surrogate_does_not_crash_the_export(tmp_path: Path) -> None:
+    db = tmp_path / "sur.db"
+    assert run("replay", str(scenario(tmp_path / "s.json", ["ok \ud800 end"])), db=db)[0] == 0
+    for args in ((), ("--content",), ("--content", "--redact", "text")):
+        [span] = spans_of(db, tmp_path, *args)
+        if args == ("--content",):
+            assert attributes(span["events"][2])["tracestore.text"] == "ok \ufffd end"
+    with Collector() as collector:
+        code, _, err = run("export", "--format", "otlp", "--content", "--endpoint",
+                           collector.url, db=db)
+    assert code == 0, err
+    [pb] = collector.spans()
+    assert pb_attributes(pb)["output.value"] == "ok \ufffd end"
