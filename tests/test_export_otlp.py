@@ -166,3 +166,61 @@ def test_a_lone_surrogate_does_not_crash_the_export(tmp_path: Path) -> None:
     assert code == 0, err
     [pb] = collector.spans()
     assert pb_attributes(pb)["output.value"] == "ok \ufffd end"
+
+
+OTEL_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+             "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+             "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SERVICE_NAME")
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in OTEL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_standard_variables_route_and_name_the_spans(seed_db: Path, clean_env) -> None:
+    with Collector() as collector:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.base + "/")
+        clean_env.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-mlflow-experiment-id=7,"
+                                                       "authorization=Bearer%20abc")
+        clean_env.setenv("OTEL_RESOURCE_ATTRIBUTES",
+                         "openinference.project.name=desk,deployment.environment=ci")
+        code, stdout, err = run("export", "--format", "otlp", "--trace", "t8", "--header",
+                                "x-extra=1", "--header", "x-mlflow-experiment-id=9",
+                                "--service-name", "desk-app", "--json", db=seed_db)
+    assert code == 0, err
+    assert json.loads(stdout)["to"] == collector.url
+    [(path, _, request)] = collector.received
+    assert path == "/v1/traces"
+    headers = collector.headers[0]
+    assert (headers["x-mlflow-experiment-id"], headers["authorization"], headers["x-extra"]) \
+        == ("9", "Bearer abc", "1")
+    resource = pb_attributes(request.resource_spans[0].resource)
+    assert resource["service.name"] == "desk-app"
+    assert (resource["openinference.project.name"], resource["deployment.environment"]) == (
+        "desk", "ci")
+    # The signal-specific variable is used as given; --out still writes a file.
+    with Collector() as collector:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.base + "/custom")
+        assert run("export", "--format", "otlp", "--trace", "t7", db=seed_db)[0] == 0
+    assert [p for p, _, _ in collector.received] == ["/custom"]
+
+
+def test_a_refusal_names_the_status_and_the_first_line_of_the_body(seed_db: Path,
+                                                                    clean_env) -> None:
+    body = b"experiment \x1b[31m42 does not exist\nsecond line\n"
+    with Collector(status=404, body=body) as collector:
+        code, _, stderr = run("export", "--format", "otlp", "--trace", "t8", "--endpoint",
+                              collector.url, "--json", db=seed_db)
+    error = json.loads(stderr)
+    assert code == 1 and error["error"] == "export_failed" and error["http_status"] == 404
+    assert error["message"] == (f"the OTLP endpoint {collector.url} refused the 2 spans: "
+                                "HTTP 404: experiment \\u001b[31m42 does not exist")
+    code, _, stderr = run("export", "--format", "otlp", "--header", "nope", "--endpoint",
+                          collector.url, "--json", db=seed_db)
+    assert code == 2 and json.loads(stderr)["error"] == "invalid_option"
+    clean_env.setenv("OTEL_RESOURCE_ATTRIBUTES", "broken")
+    code, _, stderr = run("export", "--format", "otlp", "--json", db=seed_db)
+    assert code == 2 and "OTEL_RESOURCE_ATTRIBUTES" in json.loads(stderr)["message"]
