@@ -224,3 +224,29 @@ def test_a_refusal_names_the_status_and_the_first_line_of_the_body(seed_db: Path
     clean_env.setenv("OTEL_RESOURCE_ATTRIBUTES", "broken")
     code, _, stderr = run("export", "--format", "otlp", "--json", db=seed_db)
     assert code == 2 and "OTEL_RESOURCE_ATTRIBUTES" in json.loads(stderr)["message"]
+
+
+def test_reviews_are_span_events(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    assert run("replay", str(SEED / "t7.json"), db=db)[0] == 0
+    for value in ("first look", "second look"):
+        code, _, err = run("review", "t7", "--set", f"evidence_gap={value}", "--reviewer",
+                           "ana", "--evidence", "3", db=db)
+        assert code == 0, err
+    code, _, err = run("review", "t7", "--approve", "--reviewer", "bo", db=db)
+    assert code == 0, err
+    [span] = spans_of(db, tmp_path)
+    reviews = [(e["name"], attributes(e)) for e in span["events"]
+               if e["name"].startswith("tracestore.review.")]
+    assert [name for name, _ in reviews] == [
+        "tracestore.review.field_set", "tracestore.review.amended",
+        "tracestore.review.approved"]
+    (_, first), (_, amended), (_, approved) = reviews
+    assert (first["tracestore.review.field"], first["tracestore.review.value"],
+            first["tracestore.review.reviewer"], first["tracestore.review.evidence"],
+            first["tracestore.review.template"]) == (
+        "evidence_gap", "first look", "ana", ["3"], "trace-review")
+    assert (amended["tracestore.review.value"],
+            amended["tracestore.review.amends_position"]) == (
+        "second look", first["tracestore.position"])
+    assert approved["tracestore.review.reviewer"] == "bo"
