@@ -178,7 +178,8 @@ def verify(
                    "first_broken_position": result.first_broken_position,
                    "reason": result.reason, "head_hash": result.head_hash,
                    "captures_checked": result.captures_checked,
-                   "checkpoint_position": result.checkpoint_position})
+                   "checkpoint_position": result.checkpoint_position,
+                   "missing": list(result.missing)})
         if not result.ok:
             raise typer.Exit(ChainBroken.exit_code)
         return
@@ -188,7 +189,11 @@ def verify(
         console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
-    assert result.first_broken_position is not None
+    if result.first_broken_position is None:  # the chain holds; triggers or views are gone
+        from tracestore.errors import StoreError
+
+        raise StoreError(f"{result.reason} ({result.count} events verified)",
+                         code="schema_incomplete", missing=list(result.missing))
     raise ChainBroken(f"chain broken at position {result.first_broken_position}: "
                       f"{result.reason} ({result.count} events verified before it)",
                       position=result.first_broken_position)

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # Alembic).  Knowing it lets an up-to-date database open without importing Alembic or
 # reading the migration scripts, and without taking the write lock: every command opens the
 # store, most only read.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0003"  # issue 23 added 0003 (views); the lead re-chains 0002
 
 
 def migrations_dir() -> Path:
