@@ -63,6 +63,12 @@ def check_story(spans: dict[str, dict]) -> None:
     assert (failed["status"], failed["attributes"]["tracestore.release.status"]) == (
         "ERROR", "failed")
     assert gpt["attributes"]["tracestore.release.status"] == "held"
+    # OpenInference metadata (JSON on the wire; Phoenix flattens it into metadata.*).
+    attrs = old["attributes"]
+    meta = json.loads(attrs["metadata"]) if "metadata" in attrs else {
+        k.removeprefix("metadata."): v for k, v in attrs.items() if k.startswith("metadata.")}
+    assert (meta["release_status"], meta["release_reasons"], meta["attempt_id"]) == (
+        "stopped", ["local_stop_before_release"], "t8-old")
     # The Stop event (and every other event of the stopped attempt, in order).
     assert old["events"] == [
         "tracestore.destination_write", "tracestore.frame", "tracestore.text_block",

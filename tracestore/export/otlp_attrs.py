@@ -4,7 +4,8 @@ GenAI (``gen_ai.*``): operation, provider, request/response model, finish reason
 and with content the ``gen_ai.input.messages`` / ``gen_ai.output.messages`` JSON the
 conventions define (the released answer, or the candidate with its release status).
 OpenInference (what Phoenix reads): ``openinference.span.kind=LLM``, ``llm.model_name``,
-``llm.provider``, token counts, and with content ``input.value`` / ``output.value``.
+``llm.provider``, token counts, ``metadata`` (the release status, for Phoenix's Info tab
+and filters), and with content ``input.value`` / ``output.value``.
 Ours (``tracestore.*``): ids, API, the release status, eligibility, reasons, the status's
 description, the decided position.
 """
@@ -108,6 +109,11 @@ def span_attributes(events: Sequence[StoredEvent], frames: Sequence[StoredEvent]
         attrs["tracestore.reader"] = view.reader
     if view.retry_of:
         attrs["tracestore.retry_of"] = view.retry_of
+    # OpenInference metadata: Phoenix shows it on the span's Info tab and filters on it
+    # (metadata['release_status'] == 'stopped'), where plain attributes stay a tab away.
+    attrs["metadata"] = json.dumps({
+        "release_status": decision.status, "release_reasons": list(decision.reasons),
+        "attempt_id": view.attempt_id, "retry_of": view.retry_of}, ensure_ascii=False)
     if mode is not Content.none:
         attrs.update(_content(events, view, decision, mode, redactor, reasons))
     return attrs
