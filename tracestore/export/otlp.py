@@ -1,16 +1,18 @@
-"""OpenTelemetry export: one span per attempt, one span event per frame/Stop/drain/decision.
+"""OpenTelemetry export: one span per attempt (issue 23: spans that carry the story).
 
 Spans are built with the official SDK and encoded by the official OTLP encoder, so any
-OTLP receiver reads them: ``write_otlp_json`` writes OTLP/JSON lines (the shape the
-Collector's file exporter writes), ``send_otlp_http`` posts OTLP/HTTP protobuf to an
-endpoint with the SDK's ``OTLPSpanExporter``.
+OTLP receiver reads them: ``otlp_json_lines`` writes OTLP/JSON lines (the shape the
+Collector's file exporter writes); ``otlp_send`` posts OTLP/HTTP protobuf and resolves the
+standard ``OTEL_*`` variables.  ``otlp_attrs`` names the span and writes its GenAI /
+OpenInference / ``tracestore.*`` attributes; ``otlp_events`` summarizes the frames into span
+events without losing any.
 
 Ids are derived from the log (sha256 of the trace / attempt id), so the same log exports to
 the same ids; all attempts of one trace share one OTel trace id and a retry links to the
-attempt it retries.  Attribute names follow the GenAI semantic conventions where one exists
-(``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.finish_reasons``,
-``gen_ai.usage.*``); the rest are ``tracestore.*``.  Times are the application's observed
-times when recorded, else the store's recorded-at time; ``tracestore.position`` orders.
+attempt it retries.  A span runs from the attempt's first to its last frame (the
+application's observed times when recorded, else the store's recorded-at times); events
+carry their own times and ``tracestore.position`` orders them.  Lone surrogates become
+U+FFFD before anything is decided, digested or encoded.
 """
 
 from __future__ import annotations
