@@ -42,7 +42,25 @@ def story_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
         assert run("replay", str(SEED / scenario), db=db)[0] == 0
     code, _, err = run("ingest", str(GPT4O), "--attempt", "gpt", db=db)
     assert code == 0, err
+    for args in (("--set", "evidence_gap=first look", "--reviewer", "ana"),
+                 ("--set", "evidence_gap=second look", "--reviewer", "ana"),
+                 ("--approve", "--reviewer", "bo")):
+        code, _, err = run("review", "t8-new", *args, db=db)
+        assert code == 0, err
     return db
+
+
+def test_reviews_become_phoenix_annotations_latest_value_wins(story_db: Path) -> None:
+    from tracestore.export.phoenix import annotations
+    from tracestore.store.log import EventStore
+
+    with EventStore(str(story_db)) as store:
+        items = annotations(list(store.iter_events()))
+    assert [(a["name"], a["result"]["label"], a["identifier"], a["annotator_kind"])
+            for a in items] == [
+        ("evidence_gap", "second look", "tracestore:trace-review:evidence_gap", "HUMAN"),
+        ("approved", "approved", "tracestore:trace-review:approved:bo", "HUMAN")]
+    assert items[0]["metadata"]["amends_position"] == items[0]["metadata"]["position"] - 1
 
 
 def check_story(spans: dict[str, dict]) -> None:
@@ -162,9 +180,11 @@ def test_the_story_reaches_phoenix(story_db: Path, phoenix: str,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     project = f"tracestore-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
-    code, _, err = run("export", "--format", "otlp", "--content", "--endpoint",
-                       phoenix + "/v1/traces", db=story_db)
+    code, stdout, err = run("export", "--format", "otlp", "--content", "--endpoint",
+                            phoenix + "/v1/traces", "--annotations", "phoenix", "--json",
+                            db=story_db)
     assert code == 0, err
+    assert json.loads(stdout)["annotations"] == 2
     spans = {}
     for span in phoenix_spans(phoenix, project, 4):
         attrs = span["attributes"]
@@ -173,5 +193,13 @@ def test_the_story_reaches_phoenix(story_db: Path, phoenix: str,
             "name": span["name"], "status": span["status_code"], "attributes": attrs,
             "events": [e["name"] for e in span["events"]]}
     check_story(spans)
+    # The review record as Phoenix span annotations on the retry's span.
+    span_id = next(s["context"]["span_id"] for s in phoenix_spans(phoenix, project, 4)
+                   if s["attributes"]["tracestore.attempt_id"] == "t8-new")
+    status, body = _get(f"{phoenix}/v1/projects/{project}/span_annotations?span_ids={span_id}")
+    assert status == 200
+    assert sorted((a["name"], a["result"]["label"], a["annotator_kind"])
+                  for a in json.loads(body)["data"]) == [
+        ("approved", "approved", "HUMAN"), ("evidence_gap", "second look", "HUMAN")]
     # Phoenix's own reading of the GenAI output message.
     assert spans["t8-new"]["attributes"]["llm.output_messages.0.message.content"] == T8_ANSWER

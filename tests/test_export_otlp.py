@@ -250,3 +250,9 @@ def test_reviews_are_span_events(tmp_path: Path) -> None:
             amended["tracestore.review.amends_position"]) == (
         "second look", first["tracestore.position"])
     assert approved["tracestore.review.reviewer"] == "bo"
+
+
+def test_annotations_need_an_endpoint(seed_db: Path, tmp_path: Path) -> None:
+    code, _, stderr = run("export", "--format", "otlp", "--annotations", "phoenix", "--out",
+                          str(tmp_path / "x.json"), "--json", db=seed_db)
+    assert code == 2 and json.loads(stderr)["error"] == "invalid_option"

@@ -30,6 +30,10 @@ class Redaction(str, enum.Enum):
     text = "text"
 
 
+class Annotations(str, enum.Enum):
+    phoenix = "phoenix"
+
+
 @app.command()
 @handles_errors
 def export(
@@ -60,6 +64,10 @@ def export(
         "--service-name", metavar="NAME", show_default=False,
         help="With --format otlp: the resource's service.name (after "
              "OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME).")] = None,
+    annotate: Annotated[Optional[Annotations], typer.Option(
+        "--annotations", show_default=False,
+        help="With --format otlp and an endpoint: phoenix also posts review fields and "
+             "approvals as Phoenix span annotations (POST /v1/span_annotations).")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -79,7 +87,10 @@ def export(
         endpoint = endpoint if out is not None else endpoint_from(endpoint)
         headers = headers_from(header or [])
         resource = resource_from(service_name)
-    lost = 0
+    if annotate is not None and (fmt is not ExportFormat.otlp or out is not None):
+        raise InputError("--annotations posts to an OTLP endpoint: use it with --format "
+                         "otlp and without --out", code="invalid_option")
+    lost, annotated = 0, None
     with open_store(db, create=False) as store:
         if trace is not None and trace not in store.trace_ids():
             raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
@@ -101,6 +112,11 @@ def export(
             lost = dropped(spans)
             if endpoint is not None:
                 send_otlp_http(spans, endpoint, headers=headers)
+                if annotate is Annotations.phoenix:
+                    from tracestore.export.phoenix import annotations, post_annotations
+
+                    annotated = post_annotations(annotations(events), endpoint,
+                                                 headers=headers)
             else:
                 _write([otlp_json_lines(spans)], out)
             count = len(spans)
@@ -111,10 +127,14 @@ def export(
     what = "lines" if fmt is ExportFormat.jsonl else "spans"
     where = endpoint or (str(out) if out is not None else None)
     if as_json and where is not None:
-        extra = {"dropped": lost} if fmt is ExportFormat.otlp else {}
+        extra: dict[str, int] = {"dropped": lost} if fmt is ExportFormat.otlp else {}
+        if annotated is not None:
+            extra["annotations"] = annotated
         emit_json({"format": fmt.value, what: count, "to": where, **extra})
     elif where is not None:
         note = f" ({lost} dropped)" if fmt is ExportFormat.otlp and lost else ""
+        if annotated is not None:
+            note += f" and {annotated} review annotations"
         err_console.print(term_text(f"exported {count} {what} to {where}{note}"))
 
 
