@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,37 @@ def test_annotations_need_an_endpoint(seed_db: Path, tmp_path: Path) -> None:
     code, _, stderr = run("export", "--format", "otlp", "--annotations", "phoenix", "--out",
                           str(tmp_path / "x.json"), "--json", db=seed_db)
     assert code == 2 and json.loads(stderr)["error"] == "invalid_option"
+
+
+def test_the_recorded_request_becomes_input_messages(seed_db: Path) -> None:
+    from tracestore.export.otlp import build_spans
+
+    with EventStore(str(seed_db)) as store:
+        events = list(store.iter_events(trace_id="t1"))
+    request = {"model": "claude-haiku", "system": [{"text": "Be brief."}],
+               "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}]}
+    events = [dataclasses.replace(e, event=e.event.model_copy(update={"request": request}))
+              if e.type == "attempt.started" else e for e in events]
+    [span] = build_spans(events, content=True)
+    assert (span.name, span.attributes["gen_ai.request.model"]) == (
+        "chat claude-haiku", "claude-haiku")
+    assert json.loads(span.attributes["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "When is the desk open?"}]}]
+    assert span.attributes["input.value"] == span.attributes["gen_ai.input.messages"]
+    [plain] = build_spans(events)
+    assert "gen_ai.input.messages" not in plain.attributes  # content is opt-in
+    [redacted] = build_spans(events, content=True, redact=True)
+    assert "When is the desk open?" not in redacted.attributes["gen_ai.input.messages"]
+
+
+def test_an_unreachable_endpoint_is_a_typed_error(seed_db: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    code, _, stderr = run("export", "--format", "otlp", "--trace", "t7", "--endpoint",
+                          f"http://127.0.0.1:{port}/v1/traces", "--json", db=seed_db)
+    error = json.loads(stderr)
+    assert code == 1 and error["error"] == "export_failed"
+    assert error["message"].startswith(f"the OTLP endpoint http://127.0.0.1:{port}/v1/traces "
+                                       "could not be reached: ConnectError")
