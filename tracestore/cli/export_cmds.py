@@ -48,7 +48,9 @@ def export(
     endpoint: Annotated[Optional[str], typer.Option(
         "--endpoint", metavar="URL", show_default=False,
         help="With --format otlp: post the spans to this OTLP/HTTP traces URL "
-             "(for example http://127.0.0.1:4318/v1/traces).")] = None,
+             "(for example http://127.0.0.1:4318/v1/traces). Without --out the default "
+             "is $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT "
+             "+ /v1/traces.")] = None,
     redact: Annotated[Optional[Redaction], typer.Option(
         "--redact", show_default=False,
         help="text: replace model text with its sha256 (raw captures are left out).")] = None,
@@ -59,11 +61,11 @@ def export(
     header: Annotated[Optional[list[str]], typer.Option(
         "--header", metavar="K=V", show_default=False,
         help="With --format otlp: an HTTP header for the endpoint (repeatable; after "
-             "OTEL_EXPORTER_OTLP_HEADERS).")] = None,
+             "$OTEL_EXPORTER_OTLP_HEADERS).")] = None,
     service_name: Annotated[Optional[str], typer.Option(
         "--service-name", metavar="NAME", show_default=False,
         help="With --format otlp: the resource's service.name (after "
-             "OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME).")] = None,
+             "$OTEL_RESOURCE_ATTRIBUTES and $OTEL_SERVICE_NAME).")] = None,
     annotate: Annotated[Optional[Annotations], typer.Option(
         "--annotations", show_default=False,
         help="With --format otlp and an endpoint: phoenix also posts review fields and "
