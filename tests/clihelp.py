@@ -29,3 +29,22 @@ def count_events(db: Path) -> int:
         return 0
     finally:
         conn.close()
+
+
+def restore_triggers(conn: sqlite3.Connection) -> None:
+    """Re-create the append-only triggers a tampering test dropped, as a careful tamperer
+    would: ``verify`` names missing triggers (issue 23), and these tests are about what the
+    hash chain alone can and cannot see."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "ts_migration_0001", Path(__file__).resolve().parents[1] / "migrations" / "versions"
+        / "0001_event_log.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = "
+                                          "'trigger'")}
+    for statement in module.SQLITE_TRIGGERS:
+        if statement.split()[2] not in present:
+            conn.execute(statement)

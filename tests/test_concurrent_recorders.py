@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import concurrent_recorders as conc  # noqa: E402
 import kill_recorder as kill  # noqa: E402
+from clihelp import restore_triggers  # noqa: E402
 from conftest import PG_URL, _fresh_pg_url  # noqa: E402
 
 
@@ -43,6 +44,7 @@ def test_the_check_sees_a_lost_event(tmp_path: Path) -> None:
     conn = sqlite3.connect(tmp_path / "c.db")
     conn.execute("DROP TRIGGER ts_events_no_delete")
     conn.execute("DELETE FROM ts_events WHERE position = (SELECT max(position) FROM ts_events)")
+    restore_triggers(conn)
     conn.commit()
     conn.close()
     assert conc.check(url, 2, 3) == ["1 attempts without exactly "

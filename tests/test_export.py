@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from tracestore.store.log import EventStore
 
 from clihelp import count_events, run
+from otlphelp import Collector, attributes, otlp_spans
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
@@ -146,19 +145,6 @@ def test_redacted_export_holds_no_model_text(source_db: Path, tmp_path: Path) ->
     assert json.loads(run("verify", "--json", db=target)[1])["ok"] is True
 
 
-def otlp_spans(doc: dict) -> list[dict]:
-    return [span for rs in doc["resourceSpans"] for ss in rs["scopeSpans"]
-            for span in ss["spans"]]
-
-
-def attributes(item: dict) -> dict:
-    def value(v: dict):
-        if "arrayValue" in v:
-            return [value(x) for x in v["arrayValue"].get("values", [])]
-        return next(iter(v.values()))
-    return {a["key"]: value(a["value"]) for a in item.get("attributes", [])}
-
-
 def test_otlp_file_has_one_span_per_attempt(source_db: Path, tmp_path: Path) -> None:
     out = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", name="t8.json")
     spans = otlp_spans(json.loads(out.read_text("utf-8")))
@@ -173,11 +159,12 @@ def test_otlp_file_has_one_span_per_attempt(source_db: Path, tmp_path: Path) -> 
             a["gen_ai.usage.output_tokens"]) == ("chat", "aws.bedrock", ["end_turn"], "30", "20")
     assert (a["tracestore.release.status"], a["tracestore.release.reasons"]) == (
         "released", ["normal_native_ending", "clean_drain", "semantic_accepted"])
+    # Frames summarized: one event per run of deltas, every other frame, Stop and decision.
     assert [e["name"] for e in old["events"]] == [
-        "tracestore.destination_write", "tracestore.frame", "tracestore.frame",
-        "tracestore.local_stop", "tracestore.release_decision", "tracestore.frame",
+        "tracestore.destination_write", "tracestore.frame", "tracestore.text_block",
+        "tracestore.local_stop", "tracestore.release_decision", "tracestore.text_block",
         "tracestore.frame"]
-    assert attributes(old["events"][2])["tracestore.text"] == [T8_OLD_DELTA]
+    assert "tracestore.text" not in attributes(old["events"][2])  # content is opt-in
     assert [e["name"] for e in new["events"]].count("tracestore.drain") == 1
     # The same log exports the same bytes.
     again = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", name="again.json")
@@ -186,54 +173,14 @@ def test_otlp_file_has_one_span_per_attempt(source_db: Path, tmp_path: Path) -> 
 
 def test_otlp_redaction(source_db: Path, tmp_path: Path) -> None:
     out = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", "--redact", "text",
-                 name="t8.json")
+                 "--content", name="t8.json")
     text = out.read_text("utf-8")
     assert "Wednesday from 09:00 to 17:00 UTC. \"" not in text
     old = otlp_spans(json.loads(text))[0]
     import hashlib
-    assert attributes(old["events"][2])["tracestore.text"] == [
-        "sha256:" + hashlib.sha256(T8_OLD_DELTA.encode()).hexdigest()]
-    assert T8_OLD_DELTA not in attributes(old["events"][2])["tracestore.native"]
-
-
-class Collector:
-    """An OTLP/HTTP receiver stub on 127.0.0.1, an ephemeral port, for one test."""
-
-    def __init__(self, status: int = 200) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest, ExportTraceServiceResponse,
-        )
-
-        received = self.received = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - the http.server API
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append((self.path, self.headers["Content-Type"],
-                                 ExportTraceServiceRequest.FromString(body)))
-                reply = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.timeout = 5
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> "Collector":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+    assert attributes(old["events"][2])["tracestore.text"] == (
+        "sha256:" + hashlib.sha256(T8_OLD_DELTA.encode()).hexdigest())
+    assert T8_OLD_DELTA not in text
 
 
 def test_otlp_http_reaches_a_collector(source_db: Path) -> None:
@@ -241,7 +188,8 @@ def test_otlp_http_reaches_a_collector(source_db: Path) -> None:
         code, stdout, err = run("export", "--format", "otlp", "--trace", "t8-buggy-app",
                                 "--endpoint", collector.url, "--json", db=source_db)
     assert code == 0, err
-    assert json.loads(stdout) == {"format": "otlp", "spans": 2, "to": collector.url}
+    assert json.loads(stdout) == {"format": "otlp", "spans": 2, "to": collector.url,
+                                  "dropped": 0}
     [(path, content_type, request)] = collector.received
     assert (path, content_type) == ("/v1/traces", "application/x-protobuf")
     spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from clihelp import runner
+from clihelp import restore_triggers, runner
 from tracestore.cli import app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -40,6 +40,7 @@ def _sql(db: Path, *statements: str, params: tuple = ()) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     for statement in statements:
         conn.execute(statement, params if "?" in statement else ())
+    restore_triggers(conn)
     conn.commit()
     conn.close()
 
@@ -189,6 +190,7 @@ def _rehash_from(db: Path, position: int) -> None:
             conn.execute("UPDATE ts_events SET payload = ?, hash = ? WHERE position = ?",
                          (payload, digest, pos))
         prev = digest
+    restore_triggers(conn)
     conn.commit()
     conn.close()
 

@@ -30,6 +30,10 @@ class Redaction(str, enum.Enum):
     text = "text"
 
 
+class Annotations(str, enum.Enum):
+    phoenix = "phoenix"
+
+
 @app.command()
 @handles_errors
 def export(
@@ -44,19 +48,51 @@ def export(
     endpoint: Annotated[Optional[str], typer.Option(
         "--endpoint", metavar="URL", show_default=False,
         help="With --format otlp: post the spans to this OTLP/HTTP traces URL "
-             "(for example http://127.0.0.1:4318/v1/traces).")] = None,
+             "(for example http://127.0.0.1:4318/v1/traces). Without --out the default "
+             "is $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else $OTEL_EXPORTER_OTLP_ENDPOINT "
+             "+ /v1/traces.")] = None,
     redact: Annotated[Optional[Redaction], typer.Option(
         "--redact", show_default=False,
         help="text: replace model text with its sha256 (raw captures are left out).")] = None,
+    content: Annotated[bool, typer.Option(
+        "--content", help="With --format otlp: put the answer, the request's messages and "
+                          "native frames in the spans (off by default, as the GenAI "
+                          "conventions ask; --redact text wins).")] = False,
+    header: Annotated[Optional[list[str]], typer.Option(
+        "--header", metavar="K=V", show_default=False,
+        help="With --format otlp: an HTTP header for the endpoint (repeatable; after "
+             "$OTEL_EXPORTER_OTLP_HEADERS).")] = None,
+    service_name: Annotated[Optional[str], typer.Option(
+        "--service-name", metavar="NAME", show_default=False,
+        help="With --format otlp: the resource's service.name (after "
+             "$OTEL_RESOURCE_ATTRIBUTES and $OTEL_SERVICE_NAME).")] = None,
+    annotate: Annotated[Optional[Annotations], typer.Option(
+        "--annotations", show_default=False,
+        help="With --format otlp and an endpoint: phoenix also posts review fields and "
+             "approvals as Phoenix span annotations (POST /v1/span_annotations).")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Export events as JSON lines (lossless) or as OpenTelemetry spans."""
     import tracestore
 
-    if endpoint is not None and (fmt is not ExportFormat.otlp or out is not None):
-        raise InputError("--endpoint sends OTLP spans: use it with --format otlp and "
-                         "without --out", code="invalid_option")
+    from tracestore.export.otlp_send import endpoint_from, headers_from, resource_from
+
+    if fmt is not ExportFormat.otlp and (endpoint or content or header or service_name):
+        raise InputError("--endpoint, --content, --header and --service-name are for "
+                         "OTLP spans: use them with --format otlp", code="invalid_option")
+    if endpoint is not None and out is not None:
+        raise InputError("--endpoint sends OTLP spans: use it without --out",
+                         code="invalid_option")
+    if fmt is ExportFormat.otlp:
+        # The standard variables: an OTEL_EXPORTER_OTLP_*ENDPOINT sends unless --out is given.
+        endpoint = endpoint if out is not None else endpoint_from(endpoint)
+        headers = headers_from(header or [])
+        resource = resource_from(service_name)
+    if annotate is not None and (fmt is not ExportFormat.otlp or out is not None):
+        raise InputError("--annotations posts to an OTLP endpoint: use it with --format "
+                         "otlp and without --out", code="invalid_option")
+    lost, annotated = 0, None
     with open_store(db, create=False) as store:
         if trace is not None and trace not in store.trace_ids():
             raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
@@ -69,23 +105,39 @@ def export(
                                  tracestore_version=tracestore.__version__)
             count = _write(lines, out)
         else:
-            from tracestore.export.otlp import build_spans, otlp_json_lines, send_otlp_http
+            from tracestore.export.otlp import build_spans, dropped, otlp_json_lines
+            from tracestore.export.otlp_send import send_otlp_http
 
             events = list(store.iter_events(trace_id=trace))
-            spans = build_spans(events, redact=redact is not None)
+            spans = build_spans(events, redact=redact is not None, content=content,
+                                resource=resource)
+            lost = dropped(spans)
             if endpoint is not None:
-                if not send_otlp_http(spans, endpoint):
-                    raise TracestoreError(f"the OTLP endpoint {endpoint} did not accept "
-                                          f"the {len(spans)} spans", code="export_failed")
+                send_otlp_http(spans, endpoint, headers=headers)
+                if annotate is Annotations.phoenix:
+                    from tracestore.export.phoenix import annotations, post_annotations
+
+                    annotated = post_annotations(annotations(events), endpoint,
+                                                 headers=headers)
             else:
                 _write([otlp_json_lines(spans)], out)
             count = len(spans)
+            if lost:
+                err_console.print(term_text(
+                    f"warning: the OpenTelemetry SDK dropped {lost} span events, attributes "
+                    "or links over its limits"))
     what = "lines" if fmt is ExportFormat.jsonl else "spans"
     where = endpoint or (str(out) if out is not None else None)
     if as_json and where is not None:
-        emit_json({"format": fmt.value, what: count, "to": where})
+        extra: dict[str, int] = {"dropped": lost} if fmt is ExportFormat.otlp else {}
+        if annotated is not None:
+            extra["annotations"] = annotated
+        emit_json({"format": fmt.value, what: count, "to": where, **extra})
     elif where is not None:
-        err_console.print(term_text(f"exported {count} {what} to {where}"))
+        note = f" ({lost} dropped)" if fmt is ExportFormat.otlp and lost else ""
+        if annotated is not None:
+            note += f" and {annotated} review annotations"
+        err_console.print(term_text(f"exported {count} {what} to {where}{note}"))
 
 
 def _write(chunks: object, out: Optional[Path]) -> int:

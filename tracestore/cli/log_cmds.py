@@ -240,7 +240,8 @@ def verify(
                    "checkpoint_position": result.checkpoint_position,
                    "reviews_checked": reviews.checked if reviews else 0,
                    "first_bad_review_position": reviews.position if reviews else None,
-                   "review_reason": reviews.reason if reviews else None})
+                   "review_reason": reviews.reason if reviews else None,
+                   "missing": list(result.missing)})
         if not result.ok:
             raise typer.Exit(ChainBroken.exit_code)
         if reviews is not None and not reviews.ok:
@@ -260,7 +261,11 @@ def verify(
                       f"{signed}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
-    assert result.first_broken_position is not None
+    if result.first_broken_position is None:  # the chain holds; triggers or views are gone
+        from tracestore.errors import StoreError
+
+        raise StoreError(f"{result.reason} ({result.count} events verified)",
+                         code="schema_incomplete", missing=list(result.missing))
     raise ChainBroken(f"chain broken at position {result.first_broken_position}: "
                       f"{result.reason} ({result.count} events verified before it)",
                       position=result.first_broken_position)

@@ -1,43 +1,30 @@
-"""OpenTelemetry export: one span per attempt, one span event per frame/Stop/drain/decision.
+"""OpenTelemetry export: one span per attempt (issue 23: spans that carry the story).
 
 Spans are built with the official SDK and encoded by the official OTLP encoder, so any
-OTLP receiver reads them: ``write_otlp_json`` writes OTLP/JSON lines (the shape the
-Collector's file exporter writes), ``send_otlp_http`` posts OTLP/HTTP protobuf to an
-endpoint with the SDK's ``OTLPSpanExporter``.
+OTLP receiver reads them: ``otlp_json_lines`` writes OTLP/JSON lines (the shape the
+Collector's file exporter writes); ``otlp_send`` posts OTLP/HTTP protobuf and resolves the
+standard ``OTEL_*`` variables.  ``otlp_attrs`` names the span and writes its GenAI /
+OpenInference / ``tracestore.*`` attributes; ``otlp_events`` summarizes the frames into span
+events without losing any.
 
 Ids are derived from the log (sha256 of the trace / attempt id), so the same log exports to
 the same ids; all attempts of one trace share one OTel trace id and a retry links to the
-attempt it retries.  Attribute names follow the GenAI semantic conventions where one exists
-(``gen_ai.provider.name``, ``gen_ai.request.model``, ``gen_ai.response.finish_reasons``,
-``gen_ai.usage.*``); the rest are ``tracestore.*``.  Times are the application's observed
-times when recorded, else the store's recorded-at time; ``tracestore.position`` orders.
+attempt it retries.  A span runs from the attempt's first to its last frame (the
+application's observed times when recorded, else the store's recorded-at times); events
+carry their own times and ``tracestore.position`` orders them.  Lone surrogates become
+U+FFFD before anything is decided, digested or encoded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 from tracestore.events import StoredEvent
 from tracestore.projections import AttemptView, ReleaseDecision, decide_all, project_attempt
-
-#: Our API names → the semantic conventions' ``gen_ai.provider.name`` values.
-PROVIDER_NAMES = {
-    "openai-responses": "openai", "openai-chat": "openai", "anthropic-messages": "anthropic",
-    "bedrock-converse-stream": "aws.bedrock", "gemini": "gcp.gemini", "xai": "x_ai",
-}
-_USAGE_KEYS = {  # native usage key → GenAI attribute
-    "inputTokens": "gen_ai.usage.input_tokens", "outputTokens": "gen_ai.usage.output_tokens",
-    "input_tokens": "gen_ai.usage.input_tokens", "output_tokens": "gen_ai.usage.output_tokens",
-    "prompt_tokens": "gen_ai.usage.input_tokens",
-    "completion_tokens": "gen_ai.usage.output_tokens",
-    "promptTokenCount": "gen_ai.usage.input_tokens",
-    "candidatesTokenCount": "gen_ai.usage.output_tokens",
-    "prompt_eval_count": "gen_ai.usage.input_tokens", "eval_count": "gen_ai.usage.output_tokens",
-}
-
 
 def _id(kind: str, name: str, size: int) -> int:
     value = int.from_bytes(hashlib.sha256(f"{kind}:{name}".encode()).digest()[:size], "big")
@@ -75,26 +62,44 @@ class _Ids:
         return False  # derived from the log, not random (the W3C "random" flag stays off)
 
 
-def build_spans(events: Sequence[StoredEvent], *, redact: bool = False) -> list[Any]:
-    """Finished SDK spans (``ReadableSpan``) for every attempt in ``events``."""
+#: Span limits: far above what a summarized attempt produces (``otlp_events``), so the SDK
+#: drops nothing; ``dropped`` counts anything it did drop, and the CLI reports it.
+MAX_EVENTS = 100_000
+MAX_ATTRIBUTES = 1_000
+
+
+def build_spans(events: Sequence[StoredEvent], *, redact: bool = False, content: bool = False,
+                resource: dict[str, Any] | None = None) -> list[Any]:
+    """Finished SDK spans (``ReadableSpan``) for every attempt in ``events``.
+
+    ``content``: model text, the request's messages and native frames go into the spans
+    (opt-in, as the GenAI conventions ask); ``redact`` wins over it: every model text is
+    then its ``sha256:`` digest.  ``resource``: the resource attributes (default
+    ``service.name=tracestore`` and the version).
+    """
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     import tracestore
+    from tracestore.export.otlp_events import Content
 
+    mode = Content.digest if redact else Content.full if content else Content.none
     ids = _Ids()
     memory = InMemorySpanExporter()
     # A fixed resource (no detectors): the same log always exports the same bytes.
-    provider = TracerProvider(resource=Resource({"service.name": "tracestore",
-                                                 "service.version": tracestore.__version__}),
-                              id_generator=ids)  # type: ignore[arg-type]
+    attrs = resource if resource is not None else {
+        "service.name": "tracestore", "service.version": tracestore.__version__}
+    limits = SpanLimits(max_events=MAX_EVENTS, max_attributes=MAX_ATTRIBUTES,
+                        max_event_attributes=MAX_ATTRIBUTES, max_span_attributes=MAX_ATTRIBUTES)
+    provider = TracerProvider(resource=Resource(clean(attrs)), id_generator=ids,  # type: ignore[arg-type]
+                              span_limits=limits)
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("tracestore", tracestore.__version__)
     by_trace: dict[str | None, list[StoredEvent]] = {}
     for stored in events:
-        by_trace.setdefault(stored.trace_id, []).append(stored)
+        by_trace.setdefault(stored.trace_id, []).append(_without_surrogates(stored))
     for trace_id, mine in by_trace.items():
         if trace_id is None:
             continue
@@ -102,125 +107,87 @@ def build_spans(events: Sequence[StoredEvent], *, redact: bool = False) -> list[
             view = project_attempt(mine, decision.attempt_id)
             ids.trace_id = _id("trace", trace_id, 16)
             ids.span_id = _id("attempt", decision.attempt_id, 8)
-            _attempt_span(tracer, mine, view, decision, redact)
+            _attempt_span(tracer, mine, view, decision, mode)
     provider.shutdown()
     return list(memory.get_finished_spans())
 
 
-def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
-                  decision: ReleaseDecision, redact: bool) -> None:
-    from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
+def dropped(spans: Sequence[Any]) -> int:
+    """Events, attributes and links the SDK dropped over its limits (0 when complete)."""
+    return sum(s.dropped_events + s.dropped_attributes + s.dropped_links for s in spans)
 
+
+def clean(value: Any) -> Any:
+    """``value`` with lone surrogates (``\\ud800`` from a JSON escape) replaced by U+FFFD:
+    protobuf and UTF-8 cannot encode them."""
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value) if _SURROGATES.search(value) else value
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, dict):
+        return {clean(k): clean(v) for k, v in value.items()}
+    return value
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(stored: StoredEvent) -> StoredEvent:
+    """The event with every lone surrogate in its strings replaced (itself when none), so
+    the decision, the digests and the encoder all see text that UTF-8 can hold."""
+    import dataclasses
+
+    event = stored.event
+    updates = {}
+    for name in type(event).model_fields:
+        value = getattr(event, name)
+        if isinstance(value, (str, list, tuple, dict)):
+            cleaned = clean(value)
+            if cleaned != (list(value) if isinstance(value, tuple) else value):
+                updates[name] = cleaned
+    if not updates:
+        return stored
+    return dataclasses.replace(stored, event=event.model_copy(update=updates))
+
+
+def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
+                  decision: ReleaseDecision, mode: Any) -> None:
+    from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+    from tracestore.export.otlp_attrs import span_attributes, span_name
+    from tracestore.export.otlp_events import observe, summarize
     from tracestore.export.redact import Redactor
+    from tracestore.projections import reasons as R
 
     mine = [e for e in events if e.attempt_id == view.attempt_id]
     redactor = Redactor()
     redactor.learn_all(e.event for e in mine)  # the attempt's model text, for --redact
-    texts = _frame_texts(mine)
+    frames = [e for e in mine if e.type == "frame.received"]
+    observed = observe(frames)
     links = []
     if view.retry_of:
         links.append(Link(SpanContext(_id("trace", view.trace_id, 16),
                                       _id("attempt", view.retry_of, 8), is_remote=False,
                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)),
                           {"tracestore.link": "retry_of"}))
-    span = tracer.start_span(_span_name(mine), start_time=_nanos(mine[0]), links=links,
-                             attributes=_span_attributes(mine, view, decision))
-    for stored in mine:
-        named = _span_event(stored, texts.get(stored.position, set()), redactor, redact)
-        if named is not None:
-            span.add_event(named[0], named[1], timestamp=_nanos(stored))
-    if decision.status == "failed":
-        span.set_status(Status(StatusCode.ERROR, ", ".join(decision.reasons)))
-    span.end(end_time=max(_nanos(e) for e in mine))
-
-
-def _request(events: Sequence[StoredEvent]) -> dict[str, Any]:
-    return events[0].event.request or {} if events[0].type == "attempt.started" else {}
-
-
-def _span_name(events: Sequence[StoredEvent]) -> str:
-    model = _request(events).get("model") or _request(events).get("modelId")
-    return f"chat {model}" if model else "chat"
-
-
-def _span_attributes(events: Sequence[StoredEvent], view: AttemptView,
-                     decision: ReleaseDecision) -> dict[str, Any]:
-    attrs: dict[str, Any] = {
-        "gen_ai.operation.name": "chat",
-        "tracestore.trace_id": view.trace_id, "tracestore.attempt_id": view.attempt_id,
-        "tracestore.api": view.api, "tracestore.release.status": decision.status,
-        "tracestore.release.eligible": decision.eligible,
-        "tracestore.release.reasons": list(decision.reasons),
-        "tracestore.release.policy_version": decision.policy_version,
-    }
-    if decision.decided_at_position is not None:
-        attrs["tracestore.release.decided_at_position"] = decision.decided_at_position
-    if view.api in PROVIDER_NAMES:
-        attrs["gen_ai.provider.name"] = PROVIDER_NAMES[view.api]
-    model = _request(events).get("model") or _request(events).get("modelId")
-    if isinstance(model, str):
-        attrs["gen_ai.request.model"] = model
-    reasons = [t.stop_reason or t.status for t in view.terminals if t.stop_reason or t.status]
-    if reasons:
-        attrs["gen_ai.response.finish_reasons"] = reasons
-    for key, value in (view.usage or {}).items():
-        if key in _USAGE_KEYS and isinstance(value, int):
-            attrs[_USAGE_KEYS[key]] = value
-    if view.reader:
-        attrs["tracestore.reader"] = view.reader
-    if view.retry_of:
-        attrs["tracestore.retry_of"] = view.retry_of
-    return attrs
-
-
-def _frame_texts(events: Sequence[StoredEvent]) -> dict[int, set[str]]:
-    """Position → the model texts the normalizer reads from that frame."""
-    from tracestore.errors import InputError
-    from tracestore.providers.base import make_normalizer
-
-    frames = [e for e in events if e.type == "frame.received"]
-    try:
-        normalizer = make_normalizer(frames[0].event.api) if frames else None
-    except InputError:
-        normalizer = None
-    found: dict[int, set[str]] = {}
-    for stored in frames if normalizer is not None else ():
-        for obs in normalizer.feed(stored.event.native, stored.event.event_name):
-            if obs.text or obs.arguments:
-                found.setdefault(stored.position, set()).add(obs.text or obs.arguments)
-    return found
-
-
-def _span_event(stored: StoredEvent, texts: set[str], redactor: Any, redact: bool
-                ) -> tuple[str, dict[str, Any]] | None:
-    event, kind = stored.event, stored.type
-    attrs: dict[str, Any] = {"tracestore.position": stored.position}
-    text: Callable[[str], str] = redactor.text if redact else (lambda t: t)
-    if kind == "frame.received":
-        native = redactor.event(event).native if redact else event.native
-        attrs["tracestore.native"] = json.dumps(native, ensure_ascii=False)
-        attrs["tracestore.observations"] = list(event.kinds)
-        if texts:
-            attrs["tracestore.text"] = [text(t) for t in sorted(texts)]
-        return "tracestore.frame", attrs
-    if kind == "local.stopped":
-        return "tracestore.local_stop", {**attrs, "tracestore.by": event.by or ""}
-    if kind == "transport.drained":
-        return "tracestore.drain", {**attrs, "tracestore.outcome": event.outcome}
-    if kind == "release.decided":
-        return "tracestore.release_decision", {
-            **attrs, "tracestore.release.status": event.status,
-            "tracestore.release.eligible": event.eligible,
-            "tracestore.release.reasons": list(event.reasons)}
-    if kind == "destination.written":
-        return "tracestore.destination_write", {
-            **attrs, "tracestore.destination": event.destination,
-            "tracestore.sha256": event.sha256, "tracestore.source": event.source,
-            "tracestore.text": text(event.text) if event.destination != "progress"
-            else event.text}
-    if kind == "semantic.judged":
-        return "tracestore.semantic_judgement", {**attrs, "tracestore.verdict": event.verdict}
-    return None
+    timed = frames or mine[:1]  # the stream's own time: first to last frame
+    start, end = _nanos(timed[0]), max(_nanos(e) for e in timed)
+    attrs = span_attributes(mine, frames, observed, view, decision, mode, redactor)
+    first_text = next((f for f in frames if any(
+        o.kind == "text_delta" and o.text for o in observed.get(f.position, []))), None)
+    if first_text is not None and mine[0].type == "attempt.started":
+        ttft = (_nanos(first_text) - _nanos(mine[0])) / 1e6
+        attrs["tracestore.time_to_first_token_ms"] = max(ttft, 0.0)
+    span = tracer.start_span(clean(span_name(mine, frames)), kind=SpanKind.CLIENT,
+                             start_time=start, links=links, attributes=clean(attrs))
+    for item in summarize(mine, observed, mode, redactor):
+        span.add_event(item.name, clean(item.attributes), timestamp=_nanos(item.stored))
+    if decision.status in (R.FAILED, R.INTERRUPTED):
+        span.set_status(Status(StatusCode.ERROR, clean(
+            f"{decision.status}: {', '.join(decision.reasons)}")))
+    elif decision.status == R.RELEASED:
+        span.set_status(Status(StatusCode.OK))
+    span.end(end_time=max(end, start))
 
 
 def otlp_json_lines(spans: Sequence[Any]) -> str:
@@ -247,15 +214,3 @@ def _hex_ids(item: dict[str, Any]) -> None:
     for key in ("traceId", "spanId", "parentSpanId"):
         if key in item:
             item[key] = base64.b64decode(item[key]).hex()
-
-
-def send_otlp_http(spans: Sequence[Any], endpoint: str, *, timeout: float = 10.0) -> bool:
-    """Post the spans to an OTLP/HTTP endpoint (``…/v1/traces``); True when accepted."""
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace.export import SpanExportResult
-
-    exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
-    try:
-        return exporter.export(list(spans)) is SpanExportResult.SUCCESS
-    finally:
-        exporter.shutdown()

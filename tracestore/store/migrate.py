@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 # Alembic).  Knowing it lets an up-to-date database open without importing Alembic or
 # reading the migration scripts, and without taking the write lock: every command opens the
 # store, most only read.
-SCHEMA_HEAD = "0002"  # issue 21: the review queue index (the lead re-chains with i23)
+SCHEMA_HEAD = "0003"  # 0002 the review queue index (issue 21), 0003 the SQL views (issue 23)
 
 
 def migrations_dir() -> Path:

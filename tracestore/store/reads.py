@@ -20,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from tracestore.errors import InputError, StoreError
 from tracestore.events import SCHEMA_VERSIONS, StoredEvent, parse_event, parse_event_json, upcast
 from tracestore.store.schema import blobs, events
-from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, verify_log
+from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, verify_store
 
 MAX_POSITION = 2**63 - 1  # positions are 64-bit signed integers in every backend
 ID_QUERY_CHUNK = 500  # ids per "already stored?" query; well under SQLite's variable limit
@@ -249,7 +249,7 @@ class LogReads:
         """Recompute the hash chain and re-hash referenced captures (see ``store.verify``);
         with ``expected``, also prove the log still extends that signed head."""
         with self._reader.connect() as conn:
-            return verify_log(conn, batch_size=batch_size, expected=expected)
+            return verify_store(conn, batch_size=batch_size, expected=expected)
 
 
 

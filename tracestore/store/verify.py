@@ -47,6 +47,9 @@ class VerifyResult:
     "Distinct stored captures re-hashed."
     checkpoint_position: int | None = None
     "Position of the signed head the log was checked against, if any."
+    missing: tuple[str, ...] = ()
+    """Schema objects that should be there and are not (append-only triggers, the views):
+    without the triggers a tail DELETE succeeds and the chain alone cannot see it."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +271,62 @@ class _Walk:
                                            "another hash than the signed head (the log was "
                                            "rewritten or forked)")
         return None
+
+
+#: The append-only triggers migration 0001 creates, per dialect: (name, table).
+_TRIGGERS = {
+    "sqlite": [(f"{t}_no_{v}", t) for t in ("ts_events", "ts_blobs") for v in ("update",
+                                                                               "delete")],
+    "postgresql": [(f"{t}_no_{w}", t) for t in ("ts_events", "ts_blobs")
+                   for w in ("change", "truncate")],
+}
+#: The read-only views migration 0003 creates.
+_VIEWS = ("ts_attempts", "ts_decisions")
+
+
+def missing_schema(conn: Connection) -> tuple[str, ...]:
+    """The append-only triggers and views that are absent, named (``trigger X on T``,
+    ``view V``); () when all are present.  ``sqlite-utils transform ts_events`` rebuilds
+    the table and silently drops its triggers: this is how verify notices."""
+    from sqlalchemy import text
+
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        rows = conn.execute(text("SELECT type, name, tbl_name FROM sqlite_master "
+                                 "WHERE type IN ('trigger', 'view')")).all()
+        triggers = {(name, table) for kind, name, table in rows if kind == "trigger"}
+        views = {name for kind, name, _ in rows if kind == "view"}
+    elif dialect == "postgresql":
+        triggers = {tuple(row) for row in conn.execute(text(
+            "SELECT t.tgname, c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = "
+            "t.tgrelid WHERE NOT t.tgisinternal AND c.relnamespace = "
+            "to_regnamespace(current_schema())::oid"))}
+        views = set(conn.execute(text(
+            "SELECT viewname FROM pg_views WHERE schemaname = current_schema()")).scalars())
+    else:
+        return ()
+    gone = [f"trigger {name} on {table}" for name, table in _TRIGGERS[dialect]
+            if (name, table) not in triggers]
+    return tuple(gone + [f"view {name}" for name in _VIEWS if name not in views])
+
+
+def verify_store(conn: Connection, *, batch_size: int = 5000,
+                 expected: Expected | None = None) -> VerifyResult:
+    """``verify_log``, then the schema: a chain that holds still fails when an append-only
+    trigger or a view is missing (``missing`` names them)."""
+    import dataclasses
+
+    result = verify_log(conn, batch_size=batch_size, expected=expected)
+    missing = missing_schema(conn)
+    if not missing:
+        return result
+    if not result.ok:
+        return dataclasses.replace(result, missing=missing)
+    return dataclasses.replace(
+        result, ok=False, missing=missing,
+        reason=f"the store is missing {', '.join(missing)} (a tool that rebuilt the table, "
+               "such as sqlite-utils transform, drops them; without the triggers a DELETE "
+               "of the tail succeeds and the chain alone cannot show it)")
 
 
 def verify_log(conn: Connection, *, batch_size: int = 5000,

@@ -1,0 +1,293 @@
+"""``export --format otlp`` spans that carry the story (issue 23): name, content, status,
+times, frames summarized without loss, lone surrogates, routing and refusals, reviews."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from tracestore.store.log import EventStore
+
+from clihelp import run
+from otlphelp import Collector, attributes, otlp_spans, pb_attributes
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "fixtures" / "seed003"
+GPT4O = REPO / "fixtures" / "real" / "openai-responses" / "text-gpt-4o.sse"
+T8_ANSWER = "The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed Thursday."
+T8_OLD_DELTA = "The public desk opens Wednesday from 09:00 to 17:00 UTC. "
+
+
+@pytest.fixture(scope="module")
+def seed_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("otlp") / "seed.db"
+    assert run("replay", str(SEED), "--json", db=db)[0] == 0
+    return db
+
+
+def spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
+    out = tmp_path / "spans.json"
+    code, _, err = run("export", "--format", "otlp", *args, "--out", str(out), db=db)
+    assert code == 0, err
+    return otlp_spans(json.loads(out.read_text("utf-8")))
+
+
+def test_content_is_opt_in_and_carries_the_released_answer_or_the_candidate(
+        seed_db: Path, tmp_path: Path) -> None:
+    plain = spans_of(seed_db, tmp_path, "--trace", "t8")
+    assert not any(T8_OLD_DELTA.strip() in json.dumps(s) for s in plain)
+    old, new = spans_of(seed_db, tmp_path, "--trace", "t8", "--content")
+    a_new, a_old = attributes(new), attributes(old)
+    assert json.loads(a_new["gen_ai.output.messages"]) == [{
+        "role": "assistant", "parts": [{"type": "text", "content": T8_ANSWER}],
+        "finish_reason": "end_turn", "tracestore.release_status": "released"}]
+    assert (a_new["output.value"], a_new["tracestore.output.kind"]) == (T8_ANSWER, "released")
+    # The stopped attempt: its candidate as it stood when decided, with its status.
+    out = json.loads(a_old["gen_ai.output.messages"])[0]
+    assert (out["parts"][0]["content"], out["tracestore.release_status"]) == (
+        T8_OLD_DELTA, "stopped")
+    assert a_old["tracestore.output.kind"] == "candidate"
+    assert (a_new["openinference.span.kind"], a_new["llm.token_count.prompt"],
+            a_new["llm.token_count.completion"]) == ("LLM", "30", "20")
+    assert [(e["name"], attributes(e).get("tracestore.text")) for e in new["events"]
+            if e["name"] == "tracestore.text_block"] == [("tracestore.text_block", T8_ANSWER)]
+    # --redact text wins over --content: digests only.
+    redacted = spans_of(seed_db, tmp_path, "--trace", "t8", "--content", "--redact", "text")
+    assert T8_OLD_DELTA.strip() not in json.dumps(redacted)
+    import hashlib
+    assert attributes(redacted[1])["output.value"] == \
+        "sha256:" + hashlib.sha256(T8_ANSWER.encode()).hexdigest()
+
+
+def test_status_description_and_error(seed_db: Path, tmp_path: Path) -> None:
+    old, new = spans_of(seed_db, tmp_path, "--trace", "t8")
+    assert old.get("status", {}) == {} and new["status"] == {"code": 1}  # UNSET, OK
+    assert (attributes(old)["tracestore.release.status"],
+            attributes(old)["tracestore.release.first_reason"]) == (
+        "stopped", "local_stop_before_release")
+    assert attributes(old)["tracestore.release.description"].startswith("A local Stop came")
+    [failed] = spans_of(seed_db, tmp_path, "--trace", "s1-error")
+    a = attributes(failed)
+    assert a["tracestore.release.status"] == "failed"
+    assert failed["status"] == {"code": 2, "message": "failed: " + ", ".join(
+        a["tracestore.release.reasons"])}
+    assert a["error.type"] == a["tracestore.release.reasons"][0]
+
+
+def test_span_name_and_model_from_the_frames(tmp_path: Path) -> None:
+    db = tmp_path / "gpt.db"
+    assert run("ingest", str(GPT4O), "--attempt", "g", db=db)[0] == 0
+    [span] = spans_of(db, tmp_path, "--trace", "g", "--content")
+    a = attributes(span)
+    assert span["name"] == f"chat {a['gen_ai.response.model']}"
+    assert a["gen_ai.response.model"].startswith("gpt-4o")
+    assert a["llm.model_name"] == a["gen_ai.response.model"]
+    assert a["gen_ai.provider.name"] == "openai" and a["output.value"]
+
+
+def test_times_come_from_the_frames_not_from_later_commands(seed_db: Path) -> None:
+    from tracestore.export.otlp import build_spans
+
+    with EventStore(str(seed_db)) as store:
+        events = list(store.iter_events(trace_id="t1"))
+    base = events[0].recorded_at
+    # Each event one second after the previous; a judgement 60 s later (another command).
+    moved = [dataclasses.replace(e, recorded_at=base + dt.timedelta(seconds=i))
+             for i, e in enumerate(events)]
+    frames = [i for i, e in enumerate(moved) if e.type == "frame.received"]
+    started = next(i for i, e in enumerate(moved) if e.type == "attempt.started")
+    moved.append(dataclasses.replace(events[-1], recorded_at=base + dt.timedelta(seconds=600)))
+    [span] = build_spans(moved)
+    assert (span.end_time - span.start_time) == (frames[-1] - frames[0]) * 10**9
+    first_text = next(i for i in frames if "text_delta" in moved[i].event.kinds)
+    assert span.attributes["tracestore.time_to_first_token_ms"] == \
+        (first_text - started) * 1000.0
+
+
+def scenario(path: Path, deltas: list[str]) -> Path:
+    steps = [{"open": "r", "attempt": "big", "api": "bedrock-converse-stream"},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}}]
+    steps += [{"reader": "r", "event": {"contentBlockDelta": {
+        "contentBlockIndex": 0, "delta": {"text": d}}}} for d in deltas]
+    steps += [{"reader": "r", "event": {"contentBlockStop": {"contentBlockIndex": 0}}},
+              {"reader": "r", "event": {"messageStop": {"stopReason": "end_turn"}}},
+              {"reader": "r", "local": "drain", "outcome": "clean"}]
+    path.write_text(json.dumps({"trace": "big", "steps": steps}), "utf-8")
+    return path
+
+
+def test_ten_thousand_frames_lose_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "big.db"
+    deltas = [f"w{i} " for i in range(10_000)]
+    code, _, err = run("replay", str(scenario(tmp_path / "big.json", deltas)), db=db)
+    assert code == 0, err
+    code, stdout, err = run("export", "--format", "otlp", "--content", "--out",
+                            str(tmp_path / "o.json"), "--json", db=db)
+    assert code == 0, err
+    assert json.loads(stdout)["dropped"] == 0
+    [span] = otlp_spans(json.loads((tmp_path / "o.json").read_text("utf-8")))
+    assert span.get("droppedEventsCount", 0) == 0
+    names = [e["name"] for e in span["events"]]
+    assert names == ["tracestore.destination_write", "tracestore.frame",
+                     "tracestore.text_block", "tracestore.frame",
+                     "tracestore.frame", "tracestore.drain", "tracestore.release_decision"]
+    block = attributes(span["events"][2])
+    assert (block["tracestore.frames"], block["tracestore.text"]) == ("10000", "".join(deltas))
+
+
+def test_the_cli_says_how_many_were_dropped(tmp_path: Path, monkeypatch) -> None:
+    import tracestore.export.otlp as otlp
+
+    db = tmp_path / "small.db"
+    assert run("replay", str(scenario(tmp_path / "s.json", ["a", "b"])), db=db)[0] == 0
+    monkeypatch.setattr(otlp, "MAX_EVENTS", 2)
+    code, stdout, err = run("export", "--format", "otlp", "--out", str(tmp_path / "o.json"),
+                            "--json", db=db)
+    assert code == 0, err
+    assert json.loads(stdout)["dropped"] == 5  # 7 events, a limit of 2
+    code, _, err = run("export", "--format", "otlp", "--out", str(tmp_path / "o.json"), db=db)
+    assert "dropped 5 span events" in err and "(5 dropped)" in err
+
+
+def test_a_lone_surrogate_does_not_crash_the_export(tmp_path: Path) -> None:
+    db = tmp_path / "sur.db"
+    assert run("replay", str(scenario(tmp_path / "s.json", ["ok \ud800 end"])), db=db)[0] == 0
+    for args in ((), ("--content",), ("--content", "--redact", "text")):
+        [span] = spans_of(db, tmp_path, *args)
+        if args == ("--content",):
+            assert attributes(span["events"][2])["tracestore.text"] == "ok \ufffd end"
+    with Collector() as collector:
+        code, _, err = run("export", "--format", "otlp", "--content", "--endpoint",
+                           collector.url, db=db)
+    assert code == 0, err
+    [pb] = collector.spans()
+    assert pb_attributes(pb)["output.value"] == "ok \ufffd end"
+
+
+OTEL_VARS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+             "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+             "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SERVICE_NAME")
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in OTEL_VARS:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_standard_variables_route_and_name_the_spans(seed_db: Path, clean_env) -> None:
+    with Collector() as collector:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.base + "/")
+        clean_env.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-mlflow-experiment-id=7,"
+                                                       "authorization=Bearer%20abc")
+        clean_env.setenv("OTEL_RESOURCE_ATTRIBUTES",
+                         "openinference.project.name=desk,deployment.environment=ci")
+        code, stdout, err = run("export", "--format", "otlp", "--trace", "t8", "--header",
+                                "x-extra=1", "--header", "x-mlflow-experiment-id=9",
+                                "--service-name", "desk-app", "--json", db=seed_db)
+    assert code == 0, err
+    assert json.loads(stdout)["to"] == collector.url
+    [(path, _, request)] = collector.received
+    assert path == "/v1/traces"
+    headers = collector.headers[0]
+    assert (headers["x-mlflow-experiment-id"], headers["authorization"], headers["x-extra"]) \
+        == ("9", "Bearer abc", "1")
+    resource = pb_attributes(request.resource_spans[0].resource)
+    assert resource["service.name"] == "desk-app"
+    assert (resource["openinference.project.name"], resource["deployment.environment"]) == (
+        "desk", "ci")
+    # The signal-specific variable is used as given; --out still writes a file.
+    with Collector() as collector:
+        clean_env.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", collector.base + "/custom")
+        assert run("export", "--format", "otlp", "--trace", "t7", db=seed_db)[0] == 0
+    assert [p for p, _, _ in collector.received] == ["/custom"]
+
+
+def test_a_refusal_names_the_status_and_the_first_line_of_the_body(seed_db: Path,
+                                                                    clean_env) -> None:
+    body = b"experiment \x1b[31m42 does not exist\nsecond line\n"
+    with Collector(status=404, body=body) as collector:
+        code, _, stderr = run("export", "--format", "otlp", "--trace", "t8", "--endpoint",
+                              collector.url, "--json", db=seed_db)
+    error = json.loads(stderr)
+    assert code == 1 and error["error"] == "export_failed" and error["http_status"] == 404
+    assert error["message"] == (f"the OTLP endpoint {collector.url} refused the 2 spans: "
+                                "HTTP 404: experiment \\u001b[31m42 does not exist")
+    code, _, stderr = run("export", "--format", "otlp", "--header", "nope", "--endpoint",
+                          collector.url, "--json", db=seed_db)
+    assert code == 2 and json.loads(stderr)["error"] == "invalid_option"
+    clean_env.setenv("OTEL_RESOURCE_ATTRIBUTES", "broken")
+    code, _, stderr = run("export", "--format", "otlp", "--json", db=seed_db)
+    assert code == 2 and "OTEL_RESOURCE_ATTRIBUTES" in json.loads(stderr)["message"]
+
+
+def test_reviews_are_span_events(tmp_path: Path) -> None:
+    db = tmp_path / "review.db"
+    assert run("replay", str(SEED / "t7.json"), db=db)[0] == 0
+    for value in ("first look", "second look"):
+        code, _, err = run("review", "t7", "--set", f"evidence_gap={value}", "--reviewer",
+                           "ana", "--evidence", "3", db=db)
+        assert code == 0, err
+    code, _, err = run("review", "t7", "--approve", "--reviewer", "bo", db=db)
+    assert code == 0, err
+    [span] = spans_of(db, tmp_path)
+    reviews = [(e["name"], attributes(e)) for e in span["events"]
+               if e["name"].startswith("tracestore.review.")]
+    assert [name for name, _ in reviews] == [
+        "tracestore.review.field_set", "tracestore.review.amended",
+        "tracestore.review.approved"]
+    (_, first), (_, amended), (_, approved) = reviews
+    assert (first["tracestore.review.field"], first["tracestore.review.value"],
+            first["tracestore.review.reviewer"], first["tracestore.review.evidence"],
+            first["tracestore.review.template"]) == (
+        "evidence_gap", "first look", "ana", ["3"], "trace-review")
+    assert (amended["tracestore.review.value"],
+            amended["tracestore.review.amends_position"]) == (
+        "second look", first["tracestore.position"])
+    assert approved["tracestore.review.reviewer"] == "bo"
+
+
+def test_annotations_need_an_endpoint(seed_db: Path, tmp_path: Path) -> None:
+    code, _, stderr = run("export", "--format", "otlp", "--annotations", "phoenix", "--out",
+                          str(tmp_path / "x.json"), "--json", db=seed_db)
+    assert code == 2 and json.loads(stderr)["error"] == "invalid_option"
+
+
+def test_the_recorded_request_becomes_input_messages(seed_db: Path) -> None:
+    from tracestore.export.otlp import build_spans
+
+    with EventStore(str(seed_db)) as store:
+        events = list(store.iter_events(trace_id="t1"))
+    request = {"model": "claude-haiku", "system": [{"text": "Be brief."}],
+               "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}]}
+    events = [dataclasses.replace(e, event=e.event.model_copy(update={"request": request}))
+              if e.type == "attempt.started" else e for e in events]
+    [span] = build_spans(events, content=True)
+    assert (span.name, span.attributes["gen_ai.request.model"]) == (
+        "chat claude-haiku", "claude-haiku")
+    assert json.loads(span.attributes["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "When is the desk open?"}]}]
+    assert span.attributes["input.value"] == span.attributes["gen_ai.input.messages"]
+    [plain] = build_spans(events)
+    assert "gen_ai.input.messages" not in plain.attributes  # content is opt-in
+    [redacted] = build_spans(events, content=True, redact=True)
+    assert "When is the desk open?" not in redacted.attributes["gen_ai.input.messages"]
+
+
+def test_an_unreachable_endpoint_is_a_typed_error(seed_db: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # closed again: nothing listens there
+    code, _, stderr = run("export", "--format", "otlp", "--trace", "t7", "--endpoint",
+                          f"http://127.0.0.1:{port}/v1/traces", "--json", db=seed_db)
+    error = json.loads(stderr)
+    assert code == 1 and error["error"] == "export_failed"
+    assert error["message"].startswith(f"the OTLP endpoint http://127.0.0.1:{port}/v1/traces "
+                                       "could not be reached: ConnectError")
