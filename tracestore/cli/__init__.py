@@ -20,6 +20,7 @@ from tracestore.cli.help import install as install_help
 _COMMAND_MODULES = (
     "store_cmds", "log_cmds", "bulk_cmds", "checkpoint_cmds", "release_cmds", "review_cmds",
     "recording_cmds", "contract_cmds", "agent_cmds", "report_cmds", "export_cmds",
+    "proxy_cmds",  # issue 24
 )
 # Where each command lives (tests/test_startup.py checks this against the modules).
 COMMAND_HOMES = {
@@ -31,6 +32,7 @@ COMMAND_HOMES = {
     "destination": "recording_cmds", "task": "recording_cmds",
     "scenario-schema": "recording_cmds", "contract": "contract_cmds", "grade": "agent_cmds",
     "report": "report_cmds", "export": "export_cmds", "import": "export_cmds",
+    "proxy": "proxy_cmds",  # issue 24
 }
 
 
