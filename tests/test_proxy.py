@@ -5,91 +5,22 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tracestore import Recorder
-from tracestore.events import CaptureSegment, FrameReceived, TaskRule
-from tracestore.ingest import plan_ingest
-from tracestore.projections.release import decide_release
-from tracestore.proxy.app import proxy_app
-from tracestore.proxy.server import RunningProxy
-from tracestore.proxy.writer import ProxyRecording
-
-from conftest import FIXTURES
-from proxy_upstream import Upstream, route_for
-
-REAL = FIXTURES / "real"
-PARIS = json.loads((FIXTURES / "tasks" / "paris.json").read_text())
-RESPONSES = REAL / "openai-responses" / "text-gpt-4o.sse"
-CHAT = next(iter(sorted((REAL / "openai-chat").glob("*.sse"))))
-ANTHROPIC = REAL / "anthropic" / "text-basic.sse"
-GEMINI = REAL / "gemini" / "sse-text.sse"
-
-
-class Setup:
-    def __init__(self, db: Path, upstream: Upstream, recording: ProxyRecording,
-                 proxy: RunningProxy, rec: Recorder) -> None:
-        self.db, self.upstream, self.recording, self.proxy, self.rec = \
-            db, upstream, recording, proxy, rec
-
-    @property
-    def url(self) -> str:
-        return self.proxy.url
-
-    def events(self, attempt_id: str) -> list:
-        self.recording.flush()
-        return self.rec.store.read(attempt_id=attempt_id)
-
-    def decision(self, attempt_id: str):
-        self.recording.flush()
-        trace = self.rec.store.read(attempt_id=attempt_id)[0].trace_id
-        return decide_release(self.rec.store.read(trace_id=trace), attempt_id)
+from proxy_upstream import route_for
+from proxyhelp import (
+    ANTHROPIC, GEMINI, RESPONSES, decide_release, drains, frames_of, ingested, kinds, running,
+    wait_for_drain,
+)
 
 
 @pytest.fixture
 def setup(tmp_path: Path):
-    db = tmp_path / "proxy.db"
-    with Upstream() as upstream, Recorder(f"sqlite:///{db}") as rec:
-        recording = ProxyRecording(rec, task=TaskRule.model_validate(PARIS))
-        app = proxy_app([("", upstream.url)], recording, timeout=10)
-        with RunningProxy(app) as proxy:
-            yield Setup(db, upstream, recording, proxy, rec)
-        recording.close()
-
-
-def frames_of(events: list) -> list[tuple]:
-    out, segment = [], None
-    for stored in events:
-        event = stored.event
-        if isinstance(event, CaptureSegment):
-            segment = event
-        elif isinstance(event, FrameReceived):
-            out.append((event.index, event.native, event.kinds, segment.offset + event.offset))
-    return out
-
-
-def ingested(path: Path) -> tuple[list[tuple], object]:
-    from tracestore.store.log import EventStore
-
-    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="x", trace_id="x",
-                       task=TaskRule.model_validate(PARIS))
-    frames = [(e.event.index, e.event.native, e.event.kinds, e.event.offset)
-              for e in plan.events if isinstance(e.event, FrameReceived)]
-    with EventStore("sqlite://") as store:
-        store.append(list(plan.events), blob_data=[plan.blob])
-        return frames, decide_release(store.read(), "x")
-
-
-def kinds(events: list) -> list[str]:
-    return [e.type for e in events]
-
-
-def drains(events: list) -> list[tuple[str, str | None]]:
-    return [(e.event.outcome, e.event.detail) for e in events if e.type == "transport.drained"]
+    with running(tmp_path) as started:
+        yield started
 
 
 def test_a_full_read_is_forwarded_byte_for_byte_and_recorded_like_ingest(setup) -> None:
@@ -170,11 +101,7 @@ def test_a_client_leaving_mid_stream_is_a_stop_at_the_bytes_forwarded(setup) -> 
     assert received == 2400
     assert route.closed.wait(10)  # the proxy closed its upstream request
     route.release.set()
-    for _ in range(200):
-        if drains(setup.events(attempt)):
-            break
-        time.sleep(0.02)
-    events = setup.events(attempt)
+    events = wait_for_drain(setup, attempt)
     decision = setup.decision(attempt)
     assert (decision.status, decision.reasons) == ("stopped", ("local_stop_before_release",))
     stop = next(e.event for e in events if e.type == "local.stopped")
@@ -201,12 +128,127 @@ def test_a_client_leaving_after_the_native_terminal_is_a_clean_end(setup) -> Non
     assert b"x-tracestore-attempt: " in head
     attempt = head.split(b"x-tracestore-attempt: ", 1)[1].split(b"\r\n", 1)[0].decode()
     assert route.closed.wait(10)
-    for _ in range(200):
-        if drains(setup.events(attempt)):
-            break
-        time.sleep(0.02)
-    events = setup.events(attempt)
+    events = wait_for_drain(setup, attempt)
     assert "local.stopped" not in kinds(events)
     assert drains(events) == [("clean", "client closed the connection after the native "
                                "terminal; the proxy closed the upstream request")]
     assert setup.decision(attempt).status == "released"
+
+
+def test_a_retry_named_by_headers_is_judged_like_t8_and_destinations_are_recorded(
+        setup) -> None:
+    """The old stream is held mid-body while the retry (same trace, Retry-Of the old id)
+    runs to the end; then the old body finishes.  The retry supersedes it, is released
+    once, and the destination writes posted to the proxy land on the retry."""
+    import threading
+
+    old_route = setup.upstream.routes["/v1/messages"] = route_for(ANTHROPIC, chunk=30,
+                                                                   hold_at=700)
+    setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=64)
+    old_body: list[bytes] = []
+
+    def old_reader() -> None:
+        response = httpx.post(f"{setup.url}/v1/messages", json={"model": "m", "stream": True},
+                              headers={"X-Tracestore-Trace": "t8",
+                                       "X-Tracestore-Attempt": "old"}, timeout=30)
+        old_body.append(response.content)
+
+    old = threading.Thread(target=old_reader)
+    old.start()
+    assert old_route.reached.wait(10)
+    retry = httpx.post(f"{setup.url}/v1/responses", json={"model": "gpt-4o", "stream": True},
+                       headers={"X-Tracestore-Trace": "t8", "X-Tracestore-Retry-Of": "old"})
+    new_id = retry.headers["x-tracestore-attempt"]
+    assert retry.headers["x-tracestore-trace"] == "t8"
+    old_route.release.set()
+    old.join(30)
+    assert old_body == [ANTHROPIC.read_bytes()]  # the old body still reached its reader
+    answer = "The capital of France is Paris."
+    for destination in ("ui", "history"):
+        posted = httpx.post(f"{setup.url}/.tracestore/destinations",
+                            json={"attempt": new_id, "destination": destination,
+                                  "text": answer})
+        assert posted.status_code == 200 and posted.json()["recorded"] is True
+    refused = httpx.post(f"{setup.url}/.tracestore/destinations",
+                         json={"attempt": "nope", "destination": "ui", "text": "x"})
+    assert (refused.status_code, refused.json()["error"]["code"]) == (404, "attempt_not_found")
+    setup.recording.flush()
+    from tracestore.events import ReleaseDecided
+    from tracestore.projections.destinations import audit
+
+    events = setup.rec.store.read(trace_id="t8")
+    assert setup.events(new_id)[0].event.retry_of == "old"
+    old_d, new_d = decide_release(events, "old"), decide_release(events, new_id)
+    assert (old_d.status, old_d.reasons) == ("superseded", ("superseded_by_newer_attempt",))
+    assert (new_d.status, new_d.answer) == ("released", answer)
+    released = [e.event.attempt_id for e in events
+                if isinstance(e.event, ReleaseDecided) and e.event.eligible]
+    assert released == [new_id]
+    assert audit(events, trace_id="t8").violations == ()
+    writes = [(e.event.destination, e.event.source) for e in events
+              if e.type == "destination.written"]
+    assert writes == [("ui", "application"), ("history", "application")]
+
+
+SECRETS = {"authorization": "Bearer sk-proj-SECRET-authorization-1",
+           "x-api-key": "sk-ant-SECRET-x-api-key-2", "api-key": "SECRET-azure-api-key-3",
+           "x-goog-api-key": "AIzaSECRET-goog-4", "cookie": "session=SECRET-cookie-5",
+           "proxy-authorization": "Basic SECRET-proxy-6"}
+
+
+def test_credentials_reach_the_upstream_and_are_never_stored(setup, tmp_path) -> None:
+    setup.upstream.routes["/v1beta/models/gemini-2.0-flash:streamGenerateContent"] = \
+        route_for(GEMINI, chunk=50)
+    response = httpx.post(
+        f"{setup.url}/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse&key="
+        "AIzaSECRET-query-7", json={"contents": [{"parts": [{"text": "secret prompt"}]}],
+                                   "generationConfig": {"temperature": 0}},
+        headers=SECRETS)
+    assert response.content == GEMINI.read_bytes()
+    attempt = response.headers["x-tracestore-attempt"]
+    sent = {k.lower(): v for k, v in setup.upstream.requests[-1][2]}
+    for name, value in SECRETS.items():  # all forwarded except the hop-by-hop one
+        assert (sent.get(name) == value) is (name != "proxy-authorization"), name
+    assert "key=AIzaSECRET-query-7" in setup.upstream.requests[-1][1]
+    decision = setup.decision(attempt)
+    assert decision.status == "released"
+    started = setup.events(attempt)[0].event
+    assert started.request["model"] == "gemini-2.0-flash"
+    assert started.request["generationConfig"] == {"temperature": 0}
+    setup.recording.flush()
+    events = setup.rec.store.read()
+    log = "\n".join(e.event.model_dump_json() for e in events).encode()
+    raw = b"".join(setup.rec.store.get_blob(e.event.sha256) or b"" for e in events
+                   if e.type == "capture.segment")
+    files = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert b"gemini-2.0-flash" in log and raw == GEMINI.read_bytes()  # the check reads them
+    for stored in (log, raw, files):
+        assert b"SECRET" not in stored and b"secret prompt" not in stored
+
+
+def test_routes_by_prefix_send_each_path_to_its_upstream(tmp_path) -> None:
+    from proxy_upstream import Upstream
+
+    with Upstream() as other:
+        other.routes["/v1/messages"] = route_for(ANTHROPIC, chunk=100)
+        with running(tmp_path, routes=[("/anthropic", other.url)]) as setup:
+            setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=100)
+            a = httpx.post(f"{setup.url}/anthropic/v1/messages", json={"stream": True})
+            b = httpx.post(f"{setup.url}/v1/responses", json={"stream": True})
+            assert (a.content, b.content) == (ANTHROPIC.read_bytes(), RESPONSES.read_bytes())
+            assert [r[1] for r in other.requests] == ["/v1/messages"]
+            assert [r[1] for r in setup.upstream.requests] == ["/v1/responses"]
+            apis = [setup.events(r.headers["x-tracestore-attempt"])[0].event.api
+                    for r in (a, b)]
+            assert apis == ["anthropic-messages", "openai-responses"]
+
+
+def test_a_non_streamed_response_is_forwarded_and_not_recorded(setup) -> None:
+    from proxy_upstream import Route
+
+    setup.upstream.routes["/v1/models"] = Route(b'{"data": []}', "application/json")
+    response = httpx.post(f"{setup.url}/v1/models", content=b"{}")
+    assert response.content == b'{"data": []}'
+    assert "x-tracestore-attempt" not in response.headers
+    setup.recording.flush()
+    assert [e.type for e in setup.rec.store.read()] == []

@@ -58,6 +58,7 @@ class StreamRecord:
         self.outcome: str | None = None
         "The drain recorded (``clean``, ``eof``, ``reset``, ``error``), once recorded."
         self.done = threading.Event()
+        owner.remember(self)
 
     # -- called from the event loop ------------------------------------------------------
     def open(self) -> None:
@@ -116,7 +117,6 @@ class StreamRecord:
             self.attempt = trace.attempt(self.attempt_id, api=self.api, framing=self.framing,
                                          retry_of=self.retry_of, request=self.settings,
                                          reader=f"proxy:{self.attempt_id}")
-            self.owner.remember(self)
         elif kind == "feed":
             self.attempt.feed(payload)
         elif kind == "ended":
@@ -258,7 +258,7 @@ class ProxyRecording:
         log.warning("recording of attempt %s stopped (%s: %s); the client's stream is "
                     "unaffected", record.attempt_id, exc.code, exc.message)
 
-    # -- traces and attempts (writer thread) ---------------------------------------------
+    # -- traces (writer thread) and attempts ---------------------------------------------
     def trace(self, trace_id: str) -> Any:
         trace = self._traces.pop(trace_id, None)
         if trace is None:
@@ -269,9 +269,11 @@ class ProxyRecording:
         return trace
 
     def remember(self, record: StreamRecord) -> None:
-        self.attempts[record.attempt_id] = record
-        while len(self.attempts) > self.keep_attempts:
-            self.attempts.popitem(last=False)
+        """Keep the latest ``keep_attempts`` streams by id (the destination endpoint)."""
+        with self._cond:
+            self.attempts[record.attempt_id] = record
+            while len(self.attempts) > self.keep_attempts:
+                self.attempts.popitem(last=False)
 
 
 class _Call:
