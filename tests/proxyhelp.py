@@ -51,11 +51,13 @@ class Setup:
 def running(tmp_path: Path, *, routes: list[tuple[str, str]] | None = None,
             timeout: float = 10, **options: object) -> Iterator[Setup]:
     """A fake upstream, a SQLite store and a proxy in front of the upstream (``routes``:
-    extra ``(prefix, url)`` pairs before the default route to the fake upstream)."""
+    extra ``(prefix, url)`` pairs before the default route to the fake upstream; ``{upstream}``
+    in a url stands for the fake upstream's)."""
     db = tmp_path / "proxy.db"
     with Upstream() as upstream, Recorder(f"sqlite:///{db}") as rec:
         recording = ProxyRecording(rec, task=TaskRule.model_validate(PARIS), **options)
-        app = proxy_app([*(routes or []), ("", upstream.url)], recording, timeout=timeout)
+        extra = [(p, u.replace("{upstream}", upstream.url)) for p, u in routes or []]
+        app = proxy_app([*extra, ("", upstream.url)], recording, timeout=timeout)
         with RunningProxy(app) as proxy:
             yield Setup(db, upstream, recording, proxy, rec)
         recording.close()
