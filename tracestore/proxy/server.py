@@ -81,7 +81,9 @@ class RunningProxy:
         import uvicorn
 
         self.app = app
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets, and
+        # without it each response's first chunk waits for the client's delayed ACK (40 ms)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind((host, port))
         self.server = uvicorn.Server(_config(app))
