@@ -252,3 +252,19 @@ def test_a_non_streamed_response_is_forwarded_and_not_recorded(setup) -> None:
     assert "x-tracestore-attempt" not in response.headers
     setup.recording.flush()
     assert [e.type for e in setup.rec.store.read()] == []
+
+
+@pytest.mark.parametrize(("args", "code"), [
+    (["--route", "openai=https://x"], "invalid_route"),
+    (["--upstream", "ftp://x"], "invalid_route"),
+    ([], "invalid_route"),
+    (["--upstream", "https://x", "--listen", "8787"], "invalid_listen"),
+])
+def test_bad_proxy_arguments_are_typed_errors(args, code, tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from tracestore.cli import app
+
+    result = CliRunner().invoke(app, ["proxy", *args, "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 2, result.output
+    assert f"error[{code}]" in result.stderr
