@@ -1,0 +1,135 @@
+"""`tracestore proxy` when things fail: the upstream, the store, a slow writer."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tracestore.errors import StoreError
+from tracestore.events import CaptureSegment
+
+from proxy_upstream import route_for
+from proxyhelp import ANTHROPIC, RESPONSES, drains, running, wait_for_drain
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    with running(tmp_path, timeout=1.0) as started:
+        yield started
+
+
+def _closed_port() -> int:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    return port
+
+
+def test_an_unreachable_upstream_is_a_502_naming_the_cause_and_an_error_drain(
+        tmp_path) -> None:
+    port = _closed_port()
+    with running(tmp_path, routes=[("/down", f"http://127.0.0.1:{port}")]) as setup:
+        response = httpx.post(f"{setup.url}/down/v1/chat/completions",
+                              json={"model": "gpt-4o-mini", "stream": True},
+                              headers={"X-Tracestore-Attempt": "unreached"})
+        assert response.status_code == 502
+        error = response.json()["error"]
+        assert error["code"] == "upstream_unreachable"
+        assert error["message"].startswith("the upstream 127.0.0.1 could not be reached: "
+                                           "ConnectError")
+        events = wait_for_drain(setup, "unreached")
+        assert events[0].event.api == "openai-chat"
+        assert [o for o, _ in drains(events)] == ["error"]
+        assert drains(events)[0][1].startswith("ConnectError")
+        assert setup.decision("unreached").status == "interrupted"
+
+
+def test_a_reset_mid_body_reaches_the_client_as_it_would_directly(setup) -> None:
+    setup.upstream.routes["/v1/messages"] = route_for(ANTHROPIC, chunk=40, drop_after=700)
+
+    def read(base: str) -> tuple[type, int, str | None]:
+        received = 0
+        with httpx.Client() as client, pytest.raises(httpx.HTTPError) as raised:
+            with client.stream("POST", f"{base}/v1/messages",
+                               json={"model": "m", "stream": True}) as response:
+                for chunk in response.iter_raw():
+                    received += len(chunk)
+        return type(raised.value), received, response.headers.get("x-tracestore-attempt")
+
+    direct = read(setup.upstream.url)
+    proxied = read(setup.url)
+    assert direct[:2] == proxied[:2] == (httpx.RemoteProtocolError, 700)
+    events = wait_for_drain(setup, proxied[2])
+    (outcome, detail), = drains(events)
+    assert outcome == "reset" and detail.startswith("RemoteProtocolError")
+    segments = [e.event for e in events if isinstance(e.event, CaptureSegment)]
+    assert segments[-1].offset + segments[-1].size == 700
+    assert setup.decision(proxied[2]).status == "interrupted"
+
+
+def test_a_slow_upstream_is_forwarded_as_it_comes_and_a_silent_one_is_a_504(setup) -> None:
+    route = setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=100,
+                                                                hold_at=500)
+    with httpx.Client() as client, client.stream(
+            "POST", f"{setup.url}/v1/responses", json={"stream": True}) as response:
+        chunks = response.iter_raw()
+        received = b""
+        while len(received) < 500:  # the first 500 bytes arrive while the rest is held:
+            received += next(chunks)  # nothing is buffered in the proxy
+        assert route.reached.is_set() and not route.release.is_set()
+        route.release.set()
+        received += b"".join(chunks)
+    assert received == RESPONSES.read_bytes()
+    assert setup.decision(response.headers["x-tracestore-attempt"]).status == "released"
+
+    setup.upstream.routes["/v1/messages"] = route_for(ANTHROPIC, headers_delay=3)
+    silent = httpx.post(f"{setup.url}/v1/messages", json={"stream": True},
+                        headers={"X-Tracestore-Attempt": "silent"})
+    assert (silent.status_code, silent.json()["error"]["code"]) == (504, "upstream_timeout")
+    assert [o for o, _ in drains(wait_for_drain(setup, "silent"))] == ["error"]
+
+
+def test_a_database_failure_never_breaks_the_clients_stream(setup, monkeypatch) -> None:
+    setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=64)
+    original, recorded = setup.rec.store.append, {"segments": 0}
+
+    def failing_append(events, **kwargs):
+        if recorded["segments"]:
+            raise StoreError("database is gone", code="database_unavailable")
+        events = list(events)
+        recorded["segments"] += sum(isinstance(e.event, CaptureSegment) for e in events)
+        return original(events, **kwargs)
+
+    monkeypatch.setattr(setup.rec.store, "append", failing_append)
+    gate = threading.Event()
+    setup.recording.call(gate.wait)  # the writer waits: the whole body queues up behind it
+    response = httpx.post(f"{setup.url}/v1/responses", json={"stream": True})
+    gate.set()
+    assert response.status_code == 200 and response.content == RESPONSES.read_bytes()
+    setup.recording.flush()
+    assert [f.code for f in setup.recording.failures] == ["database_unavailable"]
+    monkeypatch.undo()
+    attempt = response.headers["x-tracestore-attempt"]
+    assert setup.decision(attempt).status == "pending"  # a clean prefix, no made-up end
+    assert setup.rec.store.verify().ok
+
+
+def test_a_writer_that_falls_behind_gives_up_the_recording_not_the_stream(tmp_path) -> None:
+    """Bounded memory: at most ``max_backlog`` unrecorded bytes per stream; past that the
+    forwarding waits ``backlog_wait`` for the store, then gives the recording up."""
+    with running(tmp_path, max_backlog=1000, backlog_wait=0.2) as setup:
+        setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=200)
+        gate = threading.Event()
+        setup.recording.call(lambda: gate.wait(20))  # a store that does not answer
+        response = httpx.post(f"{setup.url}/v1/responses", json={"stream": True})
+        assert response.content == RESPONSES.read_bytes()
+        gate.set()
+        setup.recording.flush()
+        assert [f.code for f in setup.recording.failures] == ["recording_lagged"]
+        record = setup.recording.attempts[response.headers["x-tracestore-attempt"]]
+        assert record.dead and record.backlog <= 1000 + 200

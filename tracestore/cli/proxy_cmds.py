@@ -1,0 +1,64 @@
+"""``tracestore proxy``: run the recording reverse proxy (``tracestore.proxy``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from tracestore.cli.common import DbOption, app, database_name, handles_errors
+from tracestore.errors import InputError
+
+
+@app.command()
+@handles_errors
+def proxy(
+    upstream: Annotated[Optional[str], typer.Option(
+        "--upstream", metavar="URL", help="Where every request goes (e.g. https://api.openai.com).")] = None,
+    route: Annotated[Optional[list[str]], typer.Option(
+        "--route", metavar="/PREFIX=URL",
+        help="Send paths under /PREFIX to URL (prefix removed); repeat for several upstreams.")] = None,
+    listen: Annotated[str, typer.Option(
+        "--listen", metavar="HOST:PORT", help="Address to serve on.")] = "127.0.0.1:8787",
+    task_file: Annotated[Optional[Path], typer.Option(
+        "--task", metavar="FILE", help="Task rule (JSON) for the traces the proxy opens.")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--upstream-timeout", metavar="SECONDS",
+        help="Longest wait for the upstream's next bytes.")] = 600.0,
+    db: DbOption = None,
+) -> None:
+    """Forward requests to the upstream byte for byte and record every streamed response."""
+    import json
+
+    from tracestore.proxy.server import parse_listen, parse_routes, serve
+
+    routes = parse_routes(upstream, route or [])
+    host, port = parse_listen(listen)
+    task = None
+    if task_file is not None:
+        try:
+            task = json.loads(task_file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{task_file} is not JSON: {exc}", code="invalid_task") from exc
+    try:
+        from tracestore.proxy.app import proxy_app
+    except ModuleNotFoundError as exc:  # starlette, uvicorn or httpx missing
+        raise InputError(f"the proxy needs {exc.name}: pip install 'tracestore[proxy]'",
+                         code="missing_dependency") from exc
+    from tracestore.proxy.writer import ProxyRecording
+    from tracestore.recording.recorder import Recorder, as_task_rule
+
+    rule = as_task_rule(task)
+    with Recorder(db) as recorder:  # an unreachable database fails here, before serving
+        recording = ProxyRecording(recorder, task=rule)
+        application = proxy_app(routes, recording, timeout=timeout)
+        shown = ", ".join(f"{p or '/'} -> {u}" for p, u in routes)
+        sys.stderr.write(f"tracestore proxy: listening on http://{host}:{port} ({shown}); "
+                         f"recording into {database_name(db)}\n")
+        sys.stderr.flush()
+        try:
+            serve(application, host, port)
+        finally:
+            recording.close()

@@ -1,0 +1,354 @@
+"""The recording reverse proxy as an ASGI application (Starlette routing, httpx upstream).
+
+    app = proxy_app(routes=[("", "https://api.openai.com")], recording=ProxyRecording(rec))
+
+Every request is forwarded to the upstream its path prefix names, headers byte for byte
+minus the hop-by-hop ones (and the proxy's own ``X-Tracestore-*`` headers), body as sent;
+the response comes back the same way, each chunk forwarded as the upstream delivered it
+(no buffering).  A streamed response (``text/event-stream``, AWS event stream, NDJSON,
+Gemini ``streamGenerateContent``) is also an attempt recorded through ``Recorder``
+(``writer.py``); its id is sent back in ``X-Tracestore-Attempt``.
+
+How each ending is recorded (see docs/recording.md, "The recording proxy"):
+
+* the upstream body ended → drain as the bytes show (``clean`` after the native terminal);
+* the client disconnected → the proxy closes the upstream request; before the native
+  terminal that is a local Stop (``by: client``) at the bytes forwarded and drain ``eof``,
+  after it a ``clean`` drain; the drain's detail says the proxy closed the upstream;
+* the upstream broke mid-body → drain ``reset`` (or ``error``) naming the exception, and the
+  client's connection is cut the same way (no final chunk), so it sees the same failure;
+* the upstream could not be reached → ``502`` (timeout: ``504``) with a JSON body naming
+  the cause; a request that asked for a stream is recorded as an attempt drained ``error``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+import zlib
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import request_response
+
+from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.proxy.writer import ProxyRecording, StreamRecord
+from tracestore.recording.httpx_capture import api_for_path, request_settings
+
+TRACE_HEADER = "x-tracestore-trace"
+RETRY_HEADER = "x-tracestore-retry-of"
+ATTEMPT_HEADER = "x-tracestore-attempt"
+DESTINATIONS_PATH = "/.tracestore/destinations"
+
+#: Connection-level headers (RFC 9110 §7.6.1) never forwarded, plus those the connection
+#: itself sets (``host``, ``content-length`` are recomputed for the upstream request).
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate",
+                        "proxy-authorization", "proxy-connection", "te", "trailer",
+                        "transfer-encoding", "upgrade"})
+
+#: Largest request body the proxy reads (it is read whole: the settings come from it).
+MAX_REQUEST_BYTES = 64 << 20
+
+_STREAM_TYPES = {"text/event-stream": "sse", "application/vnd.amazon.eventstream":
+                 "aws-eventstream", "application/x-ndjson": "ndjson",
+                 "application/ndjson": "ndjson"}
+_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,200}")
+
+
+class _ClientLeft(Exception):
+    """The client disconnected before its request body was read."""
+
+
+class UpstreamBroke(Exception):
+    """Raised after the response started to cut the client's connection (no final chunk):
+    the client then sees a broken body, as it would have from the upstream directly."""
+
+
+def _forwarded(raw: list[tuple[bytes, bytes]], *, drop: frozenset[str]) -> list[tuple[bytes, bytes]]:
+    named = {v.strip().lower() for k, value in raw if k.lower() == b"connection"
+             for v in value.decode("latin-1").split(",")}
+    return [(k, v) for k, v in raw
+            if (name := k.decode("latin-1").lower()) not in drop and name not in named
+            and not name.startswith("x-tracestore-")]
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    # Shaped like the providers' own error bodies ({"error": {"type", "message"}}), so an
+    # SDK shows the message; ``code`` is the proxy's stable code.
+    return JSONResponse({"error": {"type": "tracestore_proxy", "code": code,
+                                   "message": message}}, status_code=status)
+
+
+def _header_id(headers: Any, name: str) -> str | None:
+    value = headers.get(name)
+    if value is None:
+        return None
+    if not _ID.fullmatch(value):
+        raise InputError(f"header {name} must be 1-200 characters of letters, digits and "
+                         "._:@/+=-", code="invalid_header")
+    return value
+
+
+class _Decoded:
+    """The body as the recorder needs it: raw chunks, or gzip/deflate inflated."""
+
+    def __init__(self, encoding: str) -> None:
+        self.inflate = None
+        if encoding in ("gzip", "x-gzip"):
+            self.inflate = zlib.decompressobj(wbits=31)
+        elif encoding == "deflate":
+            self.inflate = zlib.decompressobj()
+
+    def __call__(self, chunk: bytes) -> bytes:
+        return self.inflate.decompress(chunk) if self.inflate is not None else chunk
+
+
+class Proxy:
+    """The forwarding logic (one instance per running proxy)."""
+
+    def __init__(self, routes: list[tuple[str, str]], recording: ProxyRecording | None,
+                 *, timeout: float | None = 600.0, connect_timeout: float = 10.0) -> None:
+        self.routes = sorted(((p.rstrip("/"), u.rstrip("/")) for p, u in routes),
+                             key=lambda r: -len(r[0]))
+        self.recording = recording
+        self.timeout = {"connect": connect_timeout, "read": timeout, "write": timeout,
+                        "pool": timeout}
+        self.transport = httpx.AsyncHTTPTransport(
+            retries=0, limits=httpx.Limits(max_connections=None,
+                                           max_keepalive_connections=128))
+
+    def target(self, path: str, query: bytes) -> str | None:
+        for prefix, base in self.routes:
+            if not prefix or path == prefix or path.startswith(prefix + "/"):
+                url = base + path[len(prefix):]
+                return url + ("?" + query.decode("latin-1") if query else "")
+        return None
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        request = Request(scope, receive)
+        try:
+            response = await self.forward(scope, receive, send, request)
+        except _ClientLeft:
+            return
+        except InputError as exc:
+            response = _error(400, exc.code, exc.message)
+        if response is not None:
+            await response(scope, receive, send)
+
+    async def _body(self, receive: Any) -> bytes:
+        parts, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientLeft
+            parts.append(message.get("body", b""))
+            size += len(parts[-1])
+            if size > MAX_REQUEST_BYTES:
+                raise InputError(f"request body over {MAX_REQUEST_BYTES} bytes",
+                                 code="request_too_large")
+            if not message.get("more_body"):
+                return b"".join(parts)
+
+    async def forward(self, scope: dict, receive: Any, send: Any,
+                      request: Request) -> JSONResponse | None:
+        url = self.target(scope["path"], scope.get("query_string", b""))
+        if url is None:
+            return _error(404, "no_route", f"no --route prefix matches {scope['path']!r}")
+        trace_id = _header_id(request.headers, TRACE_HEADER)
+        retry_of = _header_id(request.headers, RETRY_HEADER)
+        attempt_id = _header_id(request.headers, ATTEMPT_HEADER) \
+            or f"px-{uuid.uuid4().hex[:16]}"
+        body = await self._body(receive)
+        upstream = httpx.Request(scope["method"], url, content=body,
+                                 headers=_forwarded(scope["headers"],
+                                                    drop=HOP_BY_HOP | {"host",
+                                                                       "content-length"}),
+                                 extensions={"timeout": self.timeout})
+        meta = dict(trace_id=trace_id or f"px-trace-{attempt_id}", attempt_id=attempt_id,
+                    retry_of=retry_of)
+        try:
+            response = await self.transport.handle_async_request(upstream)
+        except httpx.TimeoutException as exc:
+            self._unanswered(upstream, body, meta, exc)
+            return _error(504, "upstream_timeout", f"the upstream {upstream.url.host} did not "
+                          f"answer in time ({type(exc).__name__})")
+        except httpx.TransportError as exc:
+            self._unanswered(upstream, body, meta, exc)
+            return _error(502, "upstream_unreachable", f"the upstream {upstream.url.host} "
+                          f"could not be reached: {type(exc).__name__}: {exc}")
+        try:
+            await self._respond(upstream, response, send, receive, meta)
+        finally:
+            await response.aclose()  # an unfinished body closes the upstream connection
+        return None
+
+    def _unanswered(self, upstream: httpx.Request, body: bytes, meta: dict,
+                    exc: BaseException) -> None:
+        """A streaming request whose upstream never answered: an attempt drained ``error``."""
+        if self.recording is None or not _asks_for_stream(upstream, body):
+            return
+        api = api_for_path(upstream.url.path)
+        if api == "auto":
+            return
+        record = StreamRecord(self.recording, api=api, framing=None,
+                              settings=request_settings(upstream), **meta)
+        record.open()
+        record.upstream_broke(exc, reset=False)
+
+    async def _respond(self, upstream: httpx.Request, response: httpx.Response, send: Any,
+                       receive: Any, meta: dict) -> None:
+        ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        streaming = ctype in _STREAM_TYPES or ":streamGenerateContent" in upstream.url.path
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        record = None
+        headers = _forwarded(response.headers.raw, drop=HOP_BY_HOP)
+        decode = _Decoded(encoding)
+        if streaming and self.recording is not None and (
+                encoding == "identity" or decode.inflate is not None):
+            record = StreamRecord(self.recording, api=api_for_path(upstream.url.path),
+                                  framing=_STREAM_TYPES.get(ctype),
+                                  settings=request_settings(upstream), **meta)
+            headers += [(ATTEMPT_HEADER.encode(), meta["attempt_id"].encode()),
+                        (TRACE_HEADER.encode(), meta["trace_id"].encode())]
+            record.open()
+        await send({"type": "http.response.start", "status": response.status_code,
+                    "headers": headers})
+        pump = asyncio.ensure_future(self._pump(response, send, record, decode))
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not pump.done():  # the client left: stop reading the upstream
+                pump.cancel()
+                await asyncio.gather(pump, return_exceptions=True)
+                if record is not None:
+                    record.client_gone()
+                gone.cancel()
+                return
+            gone.cancel()
+        failure = pump.exception() if not pump.cancelled() else None
+        if failure is None:
+            if record is not None:
+                record.upstream_ended()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if record is not None:
+            record.upstream_broke(failure, reset=isinstance(
+                failure, (httpx.NetworkError, httpx.RemoteProtocolError, httpx.TimeoutException)))
+        raise UpstreamBroke(f"{type(failure).__name__}: {failure}") from failure
+
+    @staticmethod
+    async def _pump(response: httpx.Response, send: Any, record: StreamRecord | None,
+                    decode: _Decoded) -> None:
+        async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if record is not None:
+                record.received(decode(chunk))
+                await record.backpressure()
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+async def _disconnected(receive: Any) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+def _asks_for_stream(request: httpx.Request, body: bytes) -> bool:
+    path = request.url.path
+    if ":streamGenerateContent" in path or path.endswith("/converse-stream"):
+        return True
+    try:
+        parsed = json.loads(body or b"null")
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("stream") is True
+
+
+def destinations_endpoint(recording: ProxyRecording | None) -> Any:
+    """``POST /.tracestore/destinations`` ``{"attempt", "destination", "text", "readback"}``:
+    the application's destination write (or read-back), recorded after the attempt's bytes."""
+    from tracestore.events import NewEvent, attempt_stream
+    from tracestore.recording.evidence import destination_event
+
+    async def endpoint(request: Request) -> JSONResponse:
+        if recording is None:
+            return _error(503, "not_recording", "this proxy records nothing")
+        try:
+            doc = json.loads(await request.body())
+            attempt, name, text = doc["attempt"], doc["destination"], doc["text"]
+            readback = bool(doc.get("readback", False))
+            if not isinstance(attempt, str) or not isinstance(name, str):
+                raise TypeError("attempt and destination must be strings")
+        except (ValueError, KeyError, TypeError) as exc:
+            return _error(400, "invalid_destination_request", "expected a JSON object "
+                          f'{{"attempt", "destination", "text"[, "readback"]}} ({exc})')
+
+        def record() -> int:
+            live = recording.attempts.get(attempt)
+            if live is not None and live.attempt is not None and live.attempt.started:
+                (live.attempt.readback if readback else live.attempt.destination)(name, text)
+                return 0
+            store = recording.recorder.store
+            first = store.read(stream=attempt_stream(attempt), limit=1)
+            if not first:
+                raise NotFound(f"no attempt {attempt!r} in the log", code="attempt_not_found",
+                               attempt_id=attempt)
+            event = destination_event(attempt, name, text, readback=readback)
+            store.append([NewEvent(attempt_stream(attempt), event, trace_id=first[0].trace_id)])
+            return 0
+
+        try:
+            await asyncio.wrap_future(recording.call(record))
+        except TracestoreError as exc:
+            status = {2: 400, 4: 404}.get(exc.exit_code, 503)
+            return _error(status, exc.code, exc.message)
+        return JSONResponse({"recorded": True, "attempt": attempt, "destination": name,
+                             "readback": readback})
+
+    return endpoint
+
+
+class ProxyApp:
+    """The ASGI application: the destination endpoint, and every other path proxied."""
+
+    def __init__(self, routes: list[tuple[str, str]], recording: ProxyRecording | None,
+                 **options: Any) -> None:
+        self.proxy = Proxy(routes, recording, **options)
+        self.recording = recording
+        self._destinations = request_response(destinations_endpoint(recording))
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":  # at shutdown, close the upstream connections
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await self.proxy.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] == "http" and scope["path"] == DESTINATIONS_PATH:
+            if scope["method"] != "POST":
+                await _error(405, "method_not_allowed", "POST a JSON object here")(
+                    scope, receive, send)
+                return
+            await self._destinations(scope, receive, send)
+            return
+        await self.proxy(scope, receive, send)
+
+
+def proxy_app(routes: list[tuple[str, str]], recording: ProxyRecording | None,
+              **options: Any) -> ProxyApp:
+    return ProxyApp(routes, recording, **options)
+
+
+__all__ = ["ATTEMPT_HEADER", "DESTINATIONS_PATH", "HOP_BY_HOP", "RETRY_HEADER",
+           "TRACE_HEADER", "Proxy", "ProxyApp", "UpstreamBroke", "proxy_app"]

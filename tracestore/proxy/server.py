@@ -1,0 +1,120 @@
+"""Running the recording proxy: uvicorn serving ``ProxyApp`` on a socket.
+
+``serve`` is what ``tracestore proxy`` runs (until interrupted); ``RunningProxy`` starts it in
+a thread on an already bound socket (tests, the benchmark, embedding).
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+from typing import Any
+
+from tracestore.errors import InputError
+
+#: The proxy's own failures are logged here (uvicorn's loggers stay quiet below warnings).
+LOG = "tracestore.proxy"
+
+
+class _QuietCut(logging.Filter):
+    """uvicorn logs "Exception in ASGI application" with a traceback for an exception after
+    the response started; cutting the client's connection on purpose (``UpstreamBroke``:
+    the upstream broke, the client must see it too) is no bug, so it is one line instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from tracestore.proxy.app import UpstreamBroke
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, UpstreamBroke):
+            logging.getLogger(LOG).warning("upstream broke mid-body (%s); the client's "
+                                           "connection was cut the same way", exc)
+            return False
+        return True
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise InputError(f"--listen {listen!r} is not HOST:PORT (for example 127.0.0.1:8787)",
+                         code="invalid_listen")
+    return host.strip("[]"), int(port)
+
+
+def parse_routes(upstream: str | None, routes: list[str]) -> list[tuple[str, str]]:
+    """``--upstream URL`` (every path) and ``--route PREFIX=URL`` (longest prefix wins)."""
+    parsed = []
+    for spec in routes:
+        prefix, sep, url = spec.partition("=")
+        if not sep or not prefix.startswith("/"):
+            raise InputError(f"--route {spec!r} is not /PREFIX=URL", code="invalid_route")
+        parsed.append((prefix, _url(url, spec)))
+    if upstream is not None:
+        parsed.append(("", _url(upstream, upstream)))
+    if not parsed:
+        raise InputError("give --upstream URL or at least one --route /PREFIX=URL",
+                         code="invalid_route")
+    return parsed
+
+
+def _url(url: str, spec: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise InputError(f"upstream {spec!r} is not an http:// or https:// URL",
+                         code="invalid_route")
+    return url
+
+
+def _config(app: Any, **options: Any) -> Any:
+    import uvicorn
+
+    logging.getLogger("uvicorn.error").addFilter(_QuietCut())
+    # No Server/Date headers of uvicorn's own: the upstream's are forwarded as they came.
+    return uvicorn.Config(app, lifespan="on", http="h11", loop="asyncio",
+                          server_header=False, date_header=False, access_log=False,
+                          log_level="warning", **options)
+
+
+class RunningProxy:
+    """A proxy served from a thread: ``with RunningProxy(app) as proxy: proxy.url``."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        import uvicorn
+
+        self.app = app
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets, and
+        # without it each response's first chunk waits for the client's delayed ACK (40 ms)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.server = uvicorn.Server(_config(app))
+        self.thread = threading.Thread(target=self.server.run,
+                                       kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.sock.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> RunningProxy:
+        self.thread.start()
+        import time
+
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
+
+
+def serve(app: Any, host: str, port: int) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
+    import uvicorn
+
+    uvicorn.Server(_config(app, host=host, port=port)).run()
+
+
+__all__ = ["RunningProxy", "parse_listen", "parse_routes", "serve"]
