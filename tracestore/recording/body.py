@@ -158,6 +158,15 @@ class BodyRecording:
         self.lock = threading.RLock()
         self._last: dict[str, str] = {}
         self.writer = Writer(self.lock, self.state_lock)
+        self.writer.on_failure = self._batch_failed
+
+    def _batch_failed(self, recorder: Any, exc: Any) -> None:
+        """The writer's batch could not record ``recorder``'s appends: as ``_guard`` does."""
+        with self.state_lock:
+            mine = [a for a in self.live if a.recorder is recorder]
+        for attempt in mine:
+            attempt.dead = True
+        self.failed(exc)
 
     def submit(self, work: Callable[[], Any]) -> None:
         """Run recorder ``work`` in order: queued for the writer thread, or right here."""

@@ -233,6 +233,43 @@ class EventStore(LogReads):
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
+    def append_groups(
+        self, groups: Sequence[tuple[Any, Sequence[NewEvent], Mapping[str, int] | None,
+                                     Sequence[bytes]]],
+    ) -> list[AppendResult | TracestoreError]:
+        """Many appends ``(key, events, expected_versions, blobs)`` in ONE transaction,
+        committed (and synced) once, in the order given; each under a savepoint.
+
+        A group the store refuses (a stale expected version, rows the database refuses) is
+        rolled back alone and its error takes its place; every later group with the same
+        ``key`` gets that error too without being tried, so what one key (an attempt)
+        appended stays a prefix of what it asked.  Any other failure rolls back all.
+        """
+        outcomes: list[AppendResult | TracestoreError] = []
+        failed: dict[Any, TracestoreError] = {}
+        try:
+            with paused_gc(), self._writer.begin() as conn:
+                self._lock(conn)
+                for key, batch, expected, blob_data in groups:
+                    if key in failed:
+                        outcomes.append(failed[key])
+                        continue
+                    savepoint = conn.begin_nested()
+                    try:
+                        result = self._append_in(
+                            conn, lambda _v, b=batch, d=blob_data: (b, d), expected or {})
+                    except (TracestoreError, IntegrityError) as exc:
+                        savepoint.rollback()
+                        error = _refused(exc) if isinstance(exc, IntegrityError) else exc
+                        failed[key] = error
+                        outcomes.append(error)
+                        continue
+                    savepoint.commit()
+                    outcomes.append(result)
+        except DBAPIError as exc:
+            raise database_error(exc, self.url, "during append") from exc
+        return outcomes
+
     def _lock(self, conn: Connection) -> None:
         if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
