@@ -14,6 +14,7 @@ from tracestore.projections.release import decide_release
 from tracestore.recording import writer
 from tracestore.recording.body import BodyAttempt, BodyRecording
 from tracestore.recording.writer import Chunk, group_chunks
+from tracestore.store import reads
 
 CAPTURE = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "anthropic" / \
     "text-basic.sse"
@@ -52,6 +53,13 @@ def test_ten_interleaved_attempts_share_the_writers_transactions(
         attempts = [owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
                     for _ in range(ATTEMPTS)]
         seen = _transactions(monkeypatch, rec.store)
+        read_back: list[str] = []
+        load = reads._stored_from_row
+
+        def spy(row: Any, *args: Any) -> Any:
+            read_back.append(row[2])
+            return load(row, *args)
+        monkeypatch.setattr(reads, "_stored_from_row", spy)
         pieces = _pieces(data, PIECES)
         for piece in pieces:  # the streams interleave chunk by chunk in the one queue
             for attempt in attempts:
@@ -65,6 +73,9 @@ def test_ten_interleaved_attempts_share_the_writers_transactions(
         # point a decision may become final) -- never one per chunk.
         assert len(seen) <= 4 * ATTEMPTS < chunks
         assert seen.count("append_groups") <= 2 * ATTEMPTS + 1
+        # Deciding folds what the batch appended: none of an attempt's events is read back.
+        assert not [s for s in read_back if s.startswith("attempt:")]
+        monkeypatch.setattr(reads, "_stored_from_row", load)
         owner.stop_writer()
         assert owner.failures == []
         events = rec.store.read()

@@ -110,11 +110,16 @@ class Recorder:
         this recorder has not read yet, outside the write transaction; only the append
         itself takes the database's write lock.  ``lock`` guards the shared planners."""
         with self.lock:
+            return record_decisions(self.store, trace_id, self.planner(trace_id))
+
+    def planner(self, trace_id: str) -> DecisionPlanner:
+        """The trace's decision planner (kept for the ``PLANNERS_KEPT`` latest traces)."""
+        with self.lock:
             planner = self._planners.pop(trace_id, None) or DecisionPlanner(trace_id)
             self._planners[trace_id] = planner
             while len(self._planners) > self.PLANNERS_KEPT:
                 self._planners.popitem(last=False)
-            return record_decisions(self.store, trace_id, planner)
+            return planner
 
     def trace(self, trace_id: str, *, task: TaskRule | Mapping[str, Any] | None = None,
               profile: str | None = None, comparison: str | None = None,

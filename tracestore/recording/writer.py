@@ -247,6 +247,7 @@ class Batch:
             except TracestoreError as exc:  # the store failed as a whole: nothing went in
                 outcomes = [exc] * len(groups)
             self.commits += 1
+            _feed_planners(rec, groups, outcomes)
             for (attempt, *_), outcome in zip(groups, outcomes):
                 if isinstance(outcome, Exception) and attempt.failure is None:
                     attempt.failure = outcome
@@ -270,6 +271,29 @@ class Batch:
             for attempt in live:
                 attempt.failure = exc
                 self.failures.append((attempt, exc))
+
+
+def _feed_planners(rec: Any, groups: list[Any], outcomes: list[Any]) -> None:
+    """Feed each trace's decision planner the events the batch appended (from the models
+    the batch holds, at the positions the store gave them): deciding then reads nothing
+    of them back."""
+    from tracestore.events import StoredEvent
+    from tracestore.recording.decisions import feed_written
+
+    written: dict[str, list[StoredEvent]] = {}
+    for (attempt, events, _, _), outcome in zip(groups, outcomes):
+        if isinstance(outcome, Exception):
+            continue
+        mine = written.setdefault(attempt.trace.trace_id, [])
+        mine.extend(StoredEvent(position, new.id, new.stream, 0, new.event.type, 0, None,
+                                new.trace_id, new.event, "")
+                    for position, new in zip(outcome.positions, events))
+    planner = getattr(rec, "planner", None)
+    if planner is None:
+        return
+    with rec.lock:
+        for trace_id, stored in written.items():
+            feed_written(rec.store, planner(trace_id), stored)
 
 
 class Chunk:
