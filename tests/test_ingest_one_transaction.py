@@ -144,3 +144,18 @@ def test_an_earlier_attempt_left_undecided_is_decided_with_the_new_one(tmp_path:
                                          e.event.decided_at_position)
                     for e in stored if e.type == "release.decided"}
     assert recorded == recomputed
+
+
+def test_a_task_revision_killed_before_its_decisions_gets_them_from_the_rerun(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "s.db"
+    assert run("ingest", str(CAPTURE), "--attempt", "a", "--trace", "t", db=db)[0] == 0
+    rule = tmp_path / "rule.json"
+    rule.write_text(json.dumps({"answer_patterns": ["Paris"]}))
+    with monkeypatch.context() as patch, pytest.raises(Killed):
+        _stop_at_the_decision(patch)
+        run("task", "t", "--task", str(rule), db=db)
+    assert len(_decisions(db)) == 1  # the revision is in, its decision is not
+    code, out, _ = run("task", "t", "--task", str(rule), "--json", db=db)
+    assert code == 0 and json.loads(out)["position"] is None  # nothing new to append ...
+    assert len(json.loads(out)["decisions"]) == 1 and len(_decisions(db)) == 2  # ... repaired
