@@ -134,10 +134,14 @@ def test_an_ingest_streams_in_chunks_and_keeps_the_chain(tmp_path: Path) -> None
         again = append_plan(store, plan_ingest(data, filename="big.json"))
         assert first.positions == tuple(range(1, 12_352))
         assert (again.appended, len(again.skipped_ids)) == (0, 12_351)
-        assert store.verify().ok and store.verify().count == 12_351
-        last = store.read(attempt_id="big-" + first.blobs_stored[0][:8])[-1]
+        # The decision the plan implies is in the same transaction, after the frames.
+        assert (first.followed, again.followed) == ((12_352,), ())
+        assert store.verify().ok and store.verify().count == 12_352
+        *_, last, decided = store.read(attempt_id="big-" + first.blobs_stored[0][:8])
         assert (last.version, last.event.type, last.event.outcome) == \
             (12_350, "transport.drained", "clean")
+        assert (decided.position, decided.event.type, decided.event.decided_at_position) \
+            == (12_352, "release.decided", 12_351)
 
 
 def _bound_projection() -> bytes:

@@ -151,7 +151,7 @@ def test_writer_processes_sharing_a_trace_of_many_attempts_record_each_decision_
 def _ingested_without_decisions(store: EventStore) -> None:
     plan = plan_ingest(CAPTURE.read_bytes(), filename="text-basic.sse", attempt_id="a",
                        trace_id="t", task=TaskRule.model_validate(PARIS))
-    append_plan(store, plan)
+    append_plan(store, plan, decide=False)
 
 
 def test_two_writers_planning_the_same_decision_append_it_once(tmp_path: Path) -> None:

@@ -309,7 +309,17 @@ def test_a_recording_failure_never_breaks_the_applications_stream(rec, server,
         segments["n"] += sum(isinstance(e.event, CaptureSegment) for e in events)
         return original(events, **kwargs)
 
+    original_groups = rec.store.append_groups
+
+    def failing_groups(groups):  # the writer's batches: one transaction for many appends
+        if segments["n"]:
+            raise StoreError("database is gone", code="database_unavailable")
+        segments["n"] += sum(isinstance(e.event, CaptureSegment)
+                             for _, events, _, _ in groups for e in events)
+        return original_groups(groups)
+
     monkeypatch.setattr(rec.store, "append", failing_append)
+    monkeypatch.setattr(rec.store, "append_groups", failing_groups)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         deltas = [e.delta for e in client.responses.create(model="gpt-4o", input="x",

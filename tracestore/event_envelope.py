@@ -61,13 +61,15 @@ class SerializedEvent:
     model on demand for callers that inspect a plan.
     """
 
-    __slots__ = ("stream", "id", "trace_id", "type", "payload")
+    __slots__ = ("stream", "id", "trace_id", "type", "payload", "fields")
     fresh_id = False
 
     def __init__(self, stream: str, id: str, trace_id: str | None, type: str,
-                 payload: bytes) -> None:
+                 payload: bytes, fields: dict[str, Any] | None = None) -> None:
         self.stream, self.id, self.trace_id = stream, id, trace_id
         self.type, self.payload = type, payload
+        self.fields = fields
+        "The validated field values the payload was serialized from, when the planner lent them."
 
     @property
     def event(self) -> Any:

@@ -158,7 +158,7 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
         except PydanticSerializationError:  # e.g. a lone surrogate: the model decides
             yield NewEvent(stream, FrameReceived(**fields), id=body_id(index), trace_id=trace)
             continue
-        yield SerializedEvent(stream, body_id(index), trace, "frame.received", payload)
+        yield SerializedEvent(stream, body_id(index), trace, "frame.received", payload, fields)
 
 
 class PlannedEvents:

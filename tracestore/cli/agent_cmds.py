@@ -38,6 +38,12 @@ def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
     plan = plan_agent_ingest(data, filename=filename, fmt=fmt, trace_prefix=trace,
                              attempt_id=attempt, cases=read_cases(cases))
     first_ids = {e.stream: e.id for e in reversed(plan.events)}  # first event per stream
+    from tracestore.ingest_decide import PlanDecisions
+
+    runs: dict[str, list[str]] = {}
+    for attempt_id, trace_id, _ in plan.runs:
+        runs.setdefault(trace_id, []).append(attempt_id)
+    tap = PlanDecisions(runs)  # each run's final decision, in the same transaction
 
     def build(view: Any) -> tuple[list[Any], list[bytes]]:
         for attempt_id, _, _ in plan.runs:
@@ -48,15 +54,12 @@ def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
                     f"attempt {attempt_id!r} already holds events from another input; pass "
                     "--trace PREFIX to record these runs under other ids",
                     code="attempt_exists", attempt_id=attempt_id)
+        tap.prepare(view)
         return plan.events, [plan.blob]
 
-    from tracestore.recording.decisions import record_decisions
-
     with open_store(db) as store:
-        result = store.append_with(build)
-        # Each run's final decision is appended too, as every ingest path does.
-        decided = [p for _, trace_id, _ in plan.runs
-                   for p in record_decisions(store, trace_id)] if result.appended else []
+        result = store.append_with(build, tap=tap)
+        decided = list(result.followed)
     summary = {"format": plan.format, "sha256": plan.sha256, "runs": len(plan.runs),
                "attempts": [a for a, _, _ in plan.runs], "appended": result.appended,
                "skipped": len(result.skipped_ids),

@@ -41,16 +41,15 @@ def batch_paths(paths: Sequence[Path]) -> list[Path]:
 
 
 def ingest_one(store: Any, path: Path) -> dict[str, Any]:
-    """Plan and append one file as ``tracestore ingest FILE`` would (its own transaction)."""
+    """Plan and append one file as ``tracestore ingest FILE`` would (one transaction for
+    its events and its decision)."""
     from tracestore.cli.store_cmds import append_plan, read_input
     from tracestore.ingest import plan_ingest
 
-    from tracestore.recording.decisions import record_decisions
-
     plan = plan_ingest(read_input(path), filename=path.name)
+    # As ingest does: the frames and the final decision in one transaction.
     result = append_plan(store, plan)
-    # As ingest does: the final decision is appended too (its own short transaction).
-    decided = record_decisions(store, plan.trace_id) if result.appended else []
+    decided = list(result.followed)
     return {"file": str(path), "attempt_id": plan.attempt_id, "api": plan.api,
             "kind": plan.kind, "frames": plan.frames, "appended": result.appended,
             "skipped": len(result.skipped_ids), "decisions_recorded": decided}

@@ -100,7 +100,9 @@ def task(
     assert rule is not None
     with open_store(db, create=False) as store:
         version, position = revise_task(store, trace, rule, by=by)
-        decided = record_decisions(store, trace) if position is not None else []
+        # Also when the rule was already there: a run killed between the revision and its
+        # decisions gets them from the re-run (decisions are idempotent by id).
+        decided = record_decisions(store, trace)
         decisions = [e.event for e in store.read(trace_id=trace) if e.position in decided
                      and e.type == "release.decided"]
     rows: list[dict[str, Any]] = [

@@ -105,9 +105,16 @@ def read_task(path: Path | None) -> TaskRule | None:
     return rule
 
 
-def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
-    """Append an ingest plan in one transaction, refusing to mix inputs in one attempt."""
+def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> AppendResult:
+    """Append an ingest plan in ONE transaction, refusing to mix inputs in one attempt.
+
+    With ``decide`` the release decisions the plan makes final are derived from it while it
+    is written and appended in the same transaction (``result.followed`` holds their
+    positions): a crash leaves all of it or none of it."""
     from tracestore.events import attempt_stream, trace_stream
+    from tracestore.ingest_decide import PlanDecisions
+
+    tap = PlanDecisions({plan.trace_id: [plan.attempt_id]}) if decide else None
 
     def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
         opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
@@ -132,9 +139,11 @@ def append_plan(store: EventStore, plan: IngestPlan) -> AppendResult:
                 f"attempt {plan.attempt_id!r} already holds events from another input; a "
                 "retry is a fresh attempt, so choose another --attempt",
                 code="attempt_exists", attempt_id=plan.attempt_id)
+        if tap is not None:
+            tap.prepare(view)
         return plan.events, [plan.blob]
 
-    return store.append_with(build)
+    return store.append_with(build, tap=tap)
 
 
 def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
@@ -221,20 +230,17 @@ def ingest(
         plan = plan_ingest(data, filename=name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=rule,
                            progress=progress, bindings=bindings, origin=origin)
-    from tracestore.recording.decisions import record_decisions
     from tracestore.recording.evidence import check_retry_of, with_app_evidence
 
     plan = with_app_evidence(plan, retry_of=retry_of, stop_after_byte=stop_after_byte)
     with open_store(db) as store:
         check_retry_of(store, plan.trace_id, retry_of)
+        # The frames and the final decision they imply: one transaction.
         result = append_plan(store, plan)
         warnings = provider_warnings(plan, provider)
-        # The input and its planned events are done with: free them (as large as the input)
-        # before the trace is read back to be judged.
         plan = dataclasses.replace(plan, events=[], blob=b"")
         del data
-        # A final decision is appended as an event too (its own short transaction).
-        decided = record_decisions(store, plan.trace_id) if result.appended else []
+        decided = list(result.followed)
     for warning in warnings:
         err_console.print(term_text(f"warning: {warning}", "yellow"))
     summary = {

@@ -12,9 +12,7 @@ records, why a recording failure never reaches the application) are in the
 
 from __future__ import annotations
 
-import queue
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -22,24 +20,11 @@ from typing import Any
 
 from tracestore.errors import TracestoreError
 
-#: Recorder operations (chunks) that may wait for the writer thread before a new chunk
-#: blocks the application: bounds memory at QUEUE_ITEMS chunks when the store is slow.
-QUEUE_ITEMS = 1024
-
-#: The writer thread starts on queued chunks once the application's reads pause this long
-#: (seconds): while a burst of chunks arrives, recording would compete with the
-#: application's own thread for the interpreter and delay every chunk it reads.
-QUIET_SECONDS = 0.02
-
-#: ... but it never lags the application by more than this (seconds), so a process that
-#: dies mid-stream has recorded all but at most this much of what it had received.
-MAX_LAG_SECONDS = 0.25
-
-#: Chunks of one attempt waiting next to each other in the queue are recorded as one
-#: ``feed`` (one transaction) up to this many bytes: the same frames, fewer commits.
-MERGE_BYTES = 1024 * 1024
-
-_NOTHING: Any = object()
+# The writer thread (queue, batching, pauses) is in ``writer``; its bounds are importable
+# from here as before.
+from tracestore.recording.writer import (  # noqa: F401 - bounds re-exported
+    MAX_LAG_SECONDS, MERGE_BYTES, QUEUE_ITEMS, QUIET_SECONDS, Chunk, Writer,
+)
 
 
 class BodyAttempt:
@@ -82,7 +67,7 @@ class BodyAttempt:
         the foreground, the one before it is recorded now (after the app had it)."""
         chunk = bytes(chunk)
         if self.owner.background:
-            self.owner.submit(_Chunk(self, chunk))
+            self.owner.submit(Chunk(self, chunk))
             return
         with self.owner.lock:
             previous, self.pending = self.pending, chunk
@@ -159,16 +144,11 @@ class BodyRecording:
         self.trace = trace
         self.background = background
         "Record in a writer thread (the app never waits for the store) or in the app's own."
-        self._queue: queue.Queue[tuple[Callable[[], Any], float] | None] = \
-            queue.Queue(QUEUE_ITEMS)
-        self._writer: threading.Thread | None = None
         # ``state_lock`` guards the writer thread, ``live`` and each attempt's ``closing``
         # and is never held while the store works; ``lock`` is held around every recorder
         # call (commits).  In the background the application's thread takes only the first,
         # so it never waits for a commit.
         self.state_lock = threading.Lock()
-        self._last_put = 0.0
-        self._urgent = threading.Event()
         self.broken = (ConnectionError, *broken)
         "Exceptions that mean the connection broke (drain ``reset``); others are ``error``."
         self.attempts: list[Any] = []
@@ -177,6 +157,16 @@ class BodyRecording:
         self.live: set[BodyAttempt] = set()
         self.lock = threading.RLock()
         self._last: dict[str, str] = {}
+        self.writer = Writer(self.lock, self.state_lock)
+        self.writer.on_failure = self._batch_failed
+
+    def _batch_failed(self, recorder: Any, exc: Any) -> None:
+        """The writer's batch could not record ``recorder``'s appends: as ``_guard`` does."""
+        with self.state_lock:
+            mine = [a for a in self.live if a.recorder is recorder]
+        for attempt in mine:
+            attempt.dead = True
+        self.failed(exc)
 
     def submit(self, work: Callable[[], Any]) -> None:
         """Run recorder ``work`` in order: queued for the writer thread, or right here."""
@@ -184,75 +174,15 @@ class BodyRecording:
             with self.lock:
                 work()
             return
-        with self.state_lock:
-            if self._writer is None or not self._writer.is_alive():
-                self._writer = threading.Thread(target=self._write_loop, daemon=True,
-                                                name="tracestore-recorder")
-                self._writer.start()
-        self._last_put = now = time.monotonic()
-        self._queue.put((work, now))  # blocks only when QUEUE_ITEMS wait (bounded memory)
-
-    def _write_loop(self) -> None:
-        carry = _NOTHING
-        while True:
-            item, carry = (self._queue.get() if carry is _NOTHING else carry), _NOTHING
-            merged = 0
-            try:
-                if item is None:
-                    return
-                work, queued_at = item
-                self._wait_for_a_pause(queued_at)
-                if isinstance(work, _Chunk):
-                    work, carry, merged = self._merge(work)
-                with self.lock:
-                    work()
-            except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer silently
-                warnings.warn(f"tracestore: recorder writer error {exc!r}", RuntimeWarning)
-            finally:
-                for _ in range(1 + merged):  # ``flush`` waits until these are recorded
-                    self._queue.task_done()
-
-    def _merge(self, first: _Chunk) -> tuple[_Chunk, Any, int]:
-        """``first`` joined with the chunks of its attempt queued right after it; the item
-        taken that did not fit (to run next, in order) and how many were joined."""
-        pieces, size, merged = [first.data], len(first.data), 0
-        while size < MERGE_BYTES:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if item is None or not isinstance(item[0], _Chunk) \
-                    or item[0].attempt is not first.attempt:
-                return _Chunk(first.attempt, b"".join(pieces)), item, merged
-            pieces.append(item[0].data)
-            size += len(item[0].data)
-            merged += 1
-        return _Chunk(first.attempt, b"".join(pieces)), _NOTHING, merged
-
-    def _wait_for_a_pause(self, queued_at: float) -> None:
-        """Hold back until the application's reads pause (``QUIET_SECONDS``), the oldest
-        waiting chunk is ``MAX_LAG_SECONDS`` old, half the queue is full, or ``flush``."""
-        while not self._urgent.is_set():
-            now = time.monotonic()
-            if (now - self._last_put >= QUIET_SECONDS or now - queued_at >= MAX_LAG_SECONDS
-                    or self._queue.qsize() >= QUEUE_ITEMS // 2):
-                return
-            self._urgent.wait(QUIET_SECONDS / 4)
+        self.writer.submit(work)
 
     def flush(self) -> None:
         """Wait until everything the application received so far is recorded."""
         if self.background:
-            self._urgent.set()  # no point holding back: the caller is waiting
-            try:
-                self._queue.join()
-            finally:
-                self._urgent.clear()
+            self.writer.flush()
 
     def stop_writer(self) -> None:
-        self.flush()
-        if self._writer is not None and self._writer.is_alive():
-            self._queue.put(None)
-            self._writer.join(30)
+        self.writer.stop()
 
     def trace_for_attempt(self) -> Any:
         """The trace a new attempt joins: the one given, or a fresh one from the factory."""
@@ -281,18 +211,6 @@ class BodyRecording:
         self.failures.append(exc)
         warnings.warn(f"tracestore: recording stopped for this attempt ({exc}); the "
                       "application's stream is unaffected", RuntimeWarning, stacklevel=3)
-
-
-class _Chunk:
-    """Bytes an attempt's application received, waiting for the writer."""
-
-    __slots__ = ("attempt", "data")
-
-    def __init__(self, attempt: BodyAttempt, data: bytes) -> None:
-        self.attempt, self.data = attempt, data
-
-    def __call__(self) -> None:
-        self.attempt.record(self.data)
 
 
 __all__ = ["QUEUE_ITEMS", "BodyAttempt", "BodyRecording"]

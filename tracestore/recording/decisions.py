@@ -180,6 +180,25 @@ def catch_up(store: Any, planner: DecisionPlanner) -> None:
             return
 
 
+def feed_written(store: Any, planner: DecisionPlanner, written: Sequence[StoredEvent]) -> None:
+    """Feed ``planner`` the events its writer has just appended, as the writer built them
+    (never read back and parsed again); the trace's events before them that the planner
+    has not seen yet (another writer's) are read first, so the order stays the log's."""
+    if not written:
+        return
+    if planner.stale and planner.position == 0:
+        planner.reset(store.read(stream=planner.stream))
+    for stored in store.iter_events(trace_id=planner.trace_id, after=planner.position,
+                                    upto=written[0].position - 1, batch_size=READ_BATCH):
+        planner.feed(stored)
+        if planner.stale:
+            return  # the rule or bindings changed: ``catch_up`` starts again from the log
+    for stored in written:
+        planner.feed(stored)
+        if planner.stale:
+            return
+
+
 def record_decisions(store: Any, trace_id: str,
                      planner: DecisionPlanner | None = None) -> list[int]:
     """Append the trace's newly final decisions; their positions.
@@ -199,6 +218,12 @@ def record_decisions(store: Any, trace_id: str,
         except ExpectedVersionConflict:
             planner.stale = True  # the rule or bindings changed meanwhile: plan again
             continue
+        # The planner learns its own decisions as appended, not by reading them back
+        # (when another writer stored some first, the next catch-up reads what is there).
+        feed_written(store, planner, [] if result.skipped_ids else [
+            StoredEvent(position, new.id, new.stream, 0, new.event.type, 0, None,
+                        new.trace_id, new.event, "")
+            for position, new in zip(result.positions, due)])
         return list(result.positions)
     raise StoreError(f"the decisions of trace {trace_id!r} could not be recorded: its rule "
                      f"or bindings changed {MAX_REPLANS} times while they were planned",
@@ -244,6 +269,6 @@ def recorded_disagreements(events: Sequence[StoredEvent], attempt_id: str,
 
 
 __all__ = ["DecisionPlanner", "Disagreement", "catch_up", "decide_attempt", "decision_events",
-           "decision_id",
+           "decision_id", "feed_written",
            "plan_decisions", "record_decisions",
            "recorded_decisions", "recorded_disagreements"]

@@ -38,6 +38,7 @@ from tracestore.ingest import (
 from tracestore.projections.release import ReleaseDecision
 from tracestore.projections.semantics import validate_rule
 from tracestore.recording.decisions import DecisionPlanner, decide_attempt, record_decisions
+from tracestore.recording.writer import current_batch
 from tracestore.recording.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.stream import FeedResult, LiveCapture
 
@@ -109,11 +110,16 @@ class Recorder:
         this recorder has not read yet, outside the write transaction; only the append
         itself takes the database's write lock.  ``lock`` guards the shared planners."""
         with self.lock:
+            return record_decisions(self.store, trace_id, self.planner(trace_id))
+
+    def planner(self, trace_id: str) -> DecisionPlanner:
+        """The trace's decision planner (kept for the ``PLANNERS_KEPT`` latest traces)."""
+        with self.lock:
             planner = self._planners.pop(trace_id, None) or DecisionPlanner(trace_id)
             self._planners[trace_id] = planner
             while len(self._planners) > self.PLANNERS_KEPT:
                 self._planners.popitem(last=False)
-            return record_decisions(self.store, trace_id, planner)
+            return planner
 
     def trace(self, trace_id: str, *, task: TaskRule | Mapping[str, Any] | None = None,
               profile: str | None = None, comparison: str | None = None,
@@ -362,7 +368,7 @@ class AttemptRecorder:
             return  # the API is not known yet: nothing can be recorded (bytes stay pending)
         self._append(events, blobs)
         if starting:
-            self._decide()  # this start supersedes older attempts of the trace
+            self._decide(starting=True)  # this start supersedes older attempts of the trace
 
     def _append(self, events: list[Any], blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
         """One transaction.  The first append expects the attempt stream at version 0, so
@@ -373,6 +379,11 @@ class AttemptRecorder:
             return
         batch = [NewEvent(self.stream, e, trace_id=self.trace.trace_id) for e in events]
         expected = None if self.started else {self.stream: 0}
+        shared = current_batch()
+        if shared is not None:  # the transport's writer commits its whole batch at once
+            shared.add(self, batch, expected, blobs)
+            self.started = True
+            return
         try:
             self._rec.store.append(batch, expected_versions=expected, blob_data=blobs)
         except ExpectedVersionConflict as exc:
@@ -384,7 +395,14 @@ class AttemptRecorder:
             raise
         self.started = True
 
-    def _decide(self) -> None:
+    def _decide(self, *, starting: bool = False) -> None:
+        shared = current_batch()
+        if shared is not None:  # planned from the log, once the batch's facts are in it
+            if starting and self.retry_of is None:
+                shared.decide_later(self)
+            else:
+                shared.decide_now(self)
+            return
         try:
             self._rec.record_decisions(self.trace.trace_id)
         except StoreError as exc:

@@ -15,11 +15,12 @@ Contract (each point is tested in tests/test_store_*.py):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -35,7 +36,7 @@ from tracestore.store.schema import blobs, events
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
 from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash
 
-__all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions",
+__all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions", "Tap",
            "VerifyResult", "WriteView", "canonical_payload", "chain_hash", "database_error"]
 
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
@@ -100,10 +101,22 @@ class AppendResult:
     skipped_ids: tuple[str, ...] = ()
     "Ids that were already stored (idempotent re-append): reported, not duplicated."
     blobs_stored: tuple[str, ...] = ()
+    followed: Positions = field(default_factory=lambda: Positions(1, 0))
+    "Positions of the events the append's ``tap`` added after them (its decisions)."
 
     @property
     def appended(self) -> int:
         return len(self.positions)
+
+
+class Tap(Protocol):
+    """Follows an append inside its transaction (``append_with(..., tap=)``)."""
+
+    def written(self, position: int, version: int, new: Any, digest: str) -> None:
+        """One event was written at ``position`` (its stream version, the event, its hash)."""
+
+    def then(self, view: WriteView, result: AppendResult) -> Sequence[NewEvent]:
+        """The events to append after the batch, in the same transaction (may be empty)."""
 
 
 @dataclass
@@ -168,16 +181,18 @@ class EventStore(LogReads):
     def append_with(
         self,
         build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
-        *, expected_versions: Mapping[str, int] | None = None,
+        *, expected_versions: Mapping[str, int] | None = None, tap: Tap | None = None,
     ) -> AppendResult:
         """Run ``build`` inside the write transaction, then append what it returns.
 
         ``build`` sees the head position, so it can plan positions ``head + 1 …``.
+        ``tap`` (see ``Tap``) hears each event as it is written and may append more events
+        after them in the same transaction (an ingest's release decisions).
         """
         try:
             with paused_gc(), self._writer.begin() as conn:
                 self._lock(conn)
-                return self._append_in(conn, build, expected_versions or {})
+                return self._append_in(conn, build, expected_versions or {}, tap)
         except IntegrityError as exc:
             raise _refused(exc) from exc
         except DBAPIError as exc:
@@ -186,6 +201,7 @@ class EventStore(LogReads):
     def append_each(
         self, builds: Sequence[Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]]],
         *, check: Callable[[int, AppendResult], None] | None = None,
+        taps: Sequence[Tap | None] = (),
     ) -> list[AppendResult | TracestoreError]:
         """Run each builder as ``append_with`` would, all in ONE transaction with a savepoint
         per builder, committed (and synced) once.
@@ -202,7 +218,8 @@ class EventStore(LogReads):
                 for index, build in enumerate(builds):
                     savepoint = conn.begin_nested()
                     try:
-                        result = self._append_in(conn, build, {})
+                        tap = taps[index] if index < len(taps) else None
+                        result = self._append_in(conn, build, {}, tap)
                         if check is not None:
                             check(index, result)
                     except (TracestoreError, IntegrityError) as exc:
@@ -216,21 +233,67 @@ class EventStore(LogReads):
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
+    def append_groups(
+        self, groups: Sequence[tuple[Any, Sequence[NewEvent], Mapping[str, int] | None,
+                                     Sequence[bytes]]],
+    ) -> list[AppendResult | TracestoreError]:
+        """Many appends ``(key, events, expected_versions, blobs)`` in ONE transaction,
+        committed (and synced) once, in the order given; each under a savepoint.
+
+        A group the store refuses (a stale expected version, rows the database refuses) is
+        rolled back alone and its error takes its place; every later group with the same
+        ``key`` gets that error too without being tried, so what one key (an attempt)
+        appended stays a prefix of what it asked.  Any other failure rolls back all.
+        """
+        outcomes: list[AppendResult | TracestoreError] = []
+        failed: dict[Any, TracestoreError] = {}
+        try:
+            with paused_gc(), self._writer.begin() as conn:
+                self._lock(conn)
+                for key, batch, expected, blob_data in groups:
+                    if key in failed:
+                        outcomes.append(failed[key])
+                        continue
+                    savepoint = conn.begin_nested()
+                    try:
+                        result = self._append_in(
+                            conn, lambda _v, b=batch, d=blob_data: (b, d), expected or {})
+                    except (TracestoreError, IntegrityError) as exc:
+                        savepoint.rollback()
+                        error = _refused(exc) if isinstance(exc, IntegrityError) else exc
+                        failed[key] = error
+                        outcomes.append(error)
+                        continue
+                    savepoint.commit()
+                    outcomes.append(result)
+        except DBAPIError as exc:
+            raise database_error(exc, self.url, "during append") from exc
+        return outcomes
+
     def _lock(self, conn: Connection) -> None:
         if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
 
     def _append_in(self, conn: Connection,
                    build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
-                   expected: Mapping[str, int]) -> AppendResult:
+                   expected: Mapping[str, int], tap: Tap | None = None) -> AppendResult:
         head_position, head_hash = self._head(conn)
         view = WriteView(conn, head_position, utc_now(), self)
         batch, blob_data = build(view)
         stored_blobs = self._put_blobs(conn, blob_data)
-        written, skipped = self._insert(conn, batch, expected, head_position, head_hash,
-                                        view.recorded_at)
-        return AppendResult(Positions(head_position + 1, written), tuple(skipped),
-                            tuple(stored_blobs))
+        heard = tap.written if tap is not None else None
+        written, skipped, last_hash = self._insert(conn, batch, expected, head_position,
+                                                   head_hash, view.recorded_at, heard)
+        result = AppendResult(Positions(head_position + 1, written), tuple(skipped),
+                              tuple(stored_blobs))
+        if tap is None:
+            return result
+        more = tap.then(view, result)
+        if not more:
+            return result
+        after = head_position + written
+        count, _, _ = self._insert(conn, more, {}, after, last_hash, view.recorded_at)
+        return dataclasses.replace(result, followed=Positions(after + 1, count))
 
     def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -241,11 +304,13 @@ class EventStore(LogReads):
 
     def _insert(self, conn: Connection, batch: Iterable[NewEvent | SerializedEvent],
                 expected: Mapping[str, int], head_position: int, head_hash: str,
-                recorded_at: str) -> tuple[int, list[str]]:
+                recorded_at: str, heard: Callable[..., None] | None = None,
+                ) -> tuple[int, list[str], str]:
         """Write ``batch`` in chunks of ``_APPEND_CHUNK`` rows, all in the caller's
         transaction: a lazily planned ingest of a million events never exists in memory
         at once, and the chain, versions and idempotence carry across chunks.  Returns how
-        many rows were written (at ``head_position + 1 …``) and the ids skipped."""
+        many rows were written (at ``head_position + 1 …``), the ids skipped and the last
+        hash.  ``heard(position, version, new, digest)`` is called for each row written."""
         versions = self._stream_versions(conn, sorted(expected))
         for stream, want in expected.items():
             have = versions.get(stream, 0)
@@ -291,11 +356,13 @@ class EventStore(LogReads):
                 rows.append((position, event_id, stream, version, type_name, schema_version,
                              recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
                 prev_hash = digest
+                if heard is not None:
+                    heard(position, version, new, digest)
             if rows:
                 # The driver's executemany directly: SQLAlchemy's per-row parameter
                 # processing would double the cost of a large ingest for no added safety.
                 conn.exec_driver_sql(self._insert_sql, rows)
-        return position - head_position, skipped
+        return position - head_position, skipped, prev_hash
 
     def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
         stored: list[str] = []

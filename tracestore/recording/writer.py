@@ -1,0 +1,312 @@
+"""The recorder's writer thread: what one transport's attempts hand it, recorded in order.
+
+``BodyRecording`` (``body``) queues each chunk the application received and each ending
+here; the thread records them after the application's reads pause, so recording never
+competes with the application for the interpreter while a burst arrives, and never lags
+it by more than ``MAX_LAG_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+#: Recorder operations (chunks) that may wait for the writer thread before a new chunk
+#: blocks the application: bounds memory at QUEUE_ITEMS chunks when the store is slow.
+QUEUE_ITEMS = 1024
+
+#: The writer thread starts on queued chunks once the application's reads pause this long
+#: (seconds): while a burst of chunks arrives, recording would compete with the
+#: application's own thread for the interpreter and delay every chunk it reads.
+QUIET_SECONDS = 0.02
+
+#: ... but it never lags the application by more than this (seconds), so a process that
+#: dies mid-stream has recorded all but at most this much of what it had received.
+MAX_LAG_SECONDS = 0.25
+
+#: Chunks of one attempt waiting next to each other in the queue are recorded as one
+#: ``feed`` (one transaction) up to this many bytes: the same frames, fewer commits.
+MERGE_BYTES = 1024 * 1024
+
+#: Queued items one batch takes at most: everything queued while the application read,
+#: however many attempts it interleaves, goes into one transaction (one commit, one sync).
+BATCH_ITEMS = QUEUE_ITEMS
+
+_local = threading.local()
+
+
+def current_batch() -> Batch | None:
+    """The batch the writer thread is running on this thread (None elsewhere): an
+    ``AttemptRecorder`` hands its appends to it instead of committing each."""
+    return getattr(_local, "batch", None)
+
+
+class Writer:
+    """One thread that runs queued recorder work in order, holding ``lock`` around each."""
+
+    def __init__(self, lock: Any, state_lock: Any) -> None:
+        """``lock`` is held while a batch runs and commits; ``state_lock`` only briefly."""
+        self.lock, self.state_lock = lock, state_lock
+        self._queue: queue.Queue[tuple[Callable[[], Any], float] | None] = \
+            queue.Queue(QUEUE_ITEMS)
+        self._writer: threading.Thread | None = None
+        self._last_put = 0.0
+        self._urgent = threading.Event()
+        self.batches = 0
+        "Batches run."
+        self.commits = 0
+        "Transactions the batches committed for frames and facts (decisions not counted)."
+        self.on_failure: Callable[[Any, Exception], None] = lambda _attempt, _exc: None
+        "Told of an ``AttemptRecorder`` whose batched append the store refused."
+
+    def submit(self, work: Callable[[], Any]) -> None:
+        """Queue recorder ``work`` for the writer thread (started on first use)."""
+        with self.state_lock:
+            if self._writer is None or not self._writer.is_alive():
+                self._writer = threading.Thread(target=self._write_loop, daemon=True,
+                                                name="tracestore-recorder")
+                self._writer.start()
+        self._last_put = now = time.monotonic()
+        self._queue.put((work, now))  # blocks only when QUEUE_ITEMS wait (bounded memory)
+
+    def _write_loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                self._queue.task_done()
+                return
+            items, stop = [item], False
+            try:
+                self._wait_for_a_pause(item[1])
+                while len(items) < BATCH_ITEMS:  # everything queued meanwhile: one batch
+                    try:
+                        more = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        stop = True
+                        break
+                    items.append(more)
+                self._run_batch([work for work, _ in items])
+            except Exception as exc:  # noqa: BLE001 - a bug must not kill the writer silently
+                warnings.warn(f"tracestore: recorder writer error {exc!r}", RuntimeWarning)
+            finally:
+                for _ in range(len(items) + stop):  # ``flush`` waits until these are recorded
+                    self._queue.task_done()
+            if stop:
+                return
+
+    def _run_batch(self, works: list[Callable[[], Any]]) -> None:
+        """Run ``works`` in order, their appends collected into ONE transaction."""
+        batch = Batch()
+        with self.lock:
+            _local.batch = batch
+            try:
+                for work in group_chunks(works):
+                    if _opens_a_retry(work):
+                        batch.commit_appends()  # the retry's start checks the log for the old
+                    try:
+                        work()
+                    except Exception as exc:  # noqa: BLE001 - as above: the next goes on
+                        warnings.warn(f"tracestore: recorder writer error {exc!r}",
+                                      RuntimeWarning)
+            finally:
+                _local.batch = None
+            failures = batch.commit()
+        self.batches += 1
+        self.commits += batch.commits
+        for attempt, exc in failures:
+            self.on_failure(attempt, exc)
+
+    def _wait_for_a_pause(self, queued_at: float) -> None:
+        """Hold back until the application's reads pause (``QUIET_SECONDS``), the oldest
+        waiting chunk is ``MAX_LAG_SECONDS`` old, half the queue is full, or ``flush``."""
+        while not self._urgent.is_set():
+            now = time.monotonic()
+            if (now - self._last_put >= QUIET_SECONDS or now - queued_at >= MAX_LAG_SECONDS
+                    or self._queue.qsize() >= QUEUE_ITEMS // 2):
+                return
+            self._urgent.wait(QUIET_SECONDS / 4)
+
+    def flush(self) -> None:
+        """Wait until everything queued so far is recorded."""
+        self._urgent.set()  # no point holding back: the caller is waiting
+        try:
+            self._queue.join()
+        finally:
+            self._urgent.clear()
+
+    def stop(self) -> None:
+        self.flush()
+        if self._writer is not None and self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join(30)
+
+
+def _opens_a_retry(work: Any) -> bool:
+    """Does ``work`` open an attempt that may retry an earlier one of the same trace?"""
+    if not isinstance(work, Chunk) or getattr(work.attempt, "recorder", True) is not None:
+        return False
+    owner = getattr(work.attempt, "owner", None)
+    # A transport given one trace retries within it; a factory opens a fresh trace each time.
+    return owner is None or not callable(owner.trace) and bool(getattr(owner, "_last", True))
+
+
+def group_chunks(works: list[Callable[[], Any]]) -> list[Callable[[], Any]]:
+    """``works`` with each attempt's chunks joined between barriers, in order.
+
+    A barrier is an attempt's ending (a closure) or the chunk that opens an attempt: the
+    chunks queued before it are recorded before it, so a retry's start still comes after
+    everything the application had received from the old attempt (T8), and an ending after
+    its own bytes.  Between barriers, chunks of different attempts are independent facts;
+    each attempt's are joined (in their order) up to ``MERGE_BYTES``.
+    """
+    out: list[Callable[[], Any]] = []
+    pieces: dict[Any, list[bytes]] = {}
+    sizes: dict[Any, int] = {}
+    seen: set[int] = set()
+
+    def close() -> None:
+        out.extend(Chunk(attempt, b"".join(parts)) for attempt, parts in pieces.items())
+        pieces.clear()
+        sizes.clear()
+
+    for work in works:
+        if not isinstance(work, Chunk):
+            close()
+            out.append(work)
+            continue
+        attempt = work.attempt
+        if id(attempt) not in seen:
+            seen.add(id(attempt))
+            if getattr(attempt, "recorder", True) is None:
+                close()  # it opens its attempt: everything before it first
+        pieces.setdefault(attempt, []).append(work.data)
+        sizes[attempt] = sizes.get(attempt, 0) + len(work.data)
+        if sizes[attempt] >= MERGE_BYTES:
+            out.append(Chunk(attempt, b"".join(pieces.pop(attempt))))
+            del sizes[attempt]
+    close()
+    return out
+
+
+class Batch:
+    """The appends of one writer batch, committed together (``EventStore.append_groups``).
+
+    Decisions are planned from the log, which must hold the facts first: where one may
+    become final (a decisive frame, a Stop, a drain, a retry's start) what is collected is
+    committed first and the decision recorded right after it, as unbatched; a fresh
+    attempt's start (which can decide nothing but a race) is judged after the batch.
+    """
+
+    def __init__(self) -> None:
+        self.groups: dict[Any, list[tuple[Any, Any, Any, Any]]] = {}
+        self.decide: dict[Any, dict[str, list[Any]]] = {}
+        self.failures: list[tuple[Any, Exception]] = []
+        self.commits = 0
+
+    def add(self, attempt: Any, events: Any, expected: Any, blobs: Any) -> None:
+        self.groups.setdefault(attempt._rec, []).append((attempt, events, expected, blobs))
+
+    def decide_later(self, attempt: Any) -> None:
+        traces = self.decide.setdefault(attempt._rec, {})
+        traces.setdefault(attempt.trace.trace_id, []).append(attempt)
+
+    def decide_now(self, attempt: Any) -> None:
+        """A decision may be final at this point: commit what is collected so far, then
+        record it, so it follows the fact that made it final as it would unbatched."""
+        self.commit_appends()
+        self._decisions(attempt._rec, attempt.trace.trace_id, [attempt])
+
+    def commit(self) -> list[tuple[Any, Exception]]:
+        """Append every group in one transaction per store; deferred decisions after.
+        Returns the attempts whose appends the store refused, with the error each got."""
+        self.commit_appends()
+        for rec, traces in self.decide.items():
+            for trace_id, attempts in traces.items():
+                self._decisions(rec, trace_id, attempts)
+        self.decide.clear()
+        return self.failures
+
+    def commit_appends(self) -> None:
+        """Commit the appends collected so far (one transaction per store)."""
+        from tracestore.errors import ExpectedVersionConflict, InputError
+
+        from tracestore.errors import TracestoreError
+
+        for rec, groups in self.groups.items():
+            try:
+                with rec.lock:
+                    outcomes: list[Any] = rec.store.append_groups(
+                        [(id(attempt), events, expected, blobs)
+                         for attempt, events, expected, blobs in groups])
+            except TracestoreError as exc:  # the store failed as a whole: nothing went in
+                outcomes = [exc] * len(groups)
+            self.commits += 1
+            _feed_planners(rec, groups, outcomes)
+            for (attempt, *_), outcome in zip(groups, outcomes):
+                if isinstance(outcome, Exception) and attempt.failure is None:
+                    attempt.failure = outcome
+                    error: Exception = outcome
+                    if isinstance(outcome, ExpectedVersionConflict):
+                        error = InputError(f"attempt {attempt.attempt_id!r} is already in the "
+                                           "log", code="attempt_exists",
+                                           attempt_id=attempt.attempt_id)
+                    self.failures.append((attempt, error))
+        self.groups.clear()
+
+    def _decisions(self, rec: Any, trace_id: str, attempts: list[Any]) -> None:
+        from tracestore.errors import StoreError
+
+        live = [a for a in attempts if a.failure is None]
+        if not live:
+            return
+        try:
+            rec.record_decisions(trace_id)
+        except StoreError as exc:
+            for attempt in live:
+                attempt.failure = exc
+                self.failures.append((attempt, exc))
+
+
+def _feed_planners(rec: Any, groups: list[Any], outcomes: list[Any]) -> None:
+    """Feed each trace's decision planner the events the batch appended (from the models
+    the batch holds, at the positions the store gave them): deciding then reads nothing
+    of them back."""
+    from tracestore.events import StoredEvent
+    from tracestore.recording.decisions import feed_written
+
+    written: dict[str, list[StoredEvent]] = {}
+    for (attempt, events, _, _), outcome in zip(groups, outcomes):
+        if isinstance(outcome, Exception):
+            continue
+        mine = written.setdefault(attempt.trace.trace_id, [])
+        mine.extend(StoredEvent(position, new.id, new.stream, 0, new.event.type, 0, None,
+                                new.trace_id, new.event, "")
+                    for position, new in zip(outcome.positions, events))
+    planner = getattr(rec, "planner", None)
+    if planner is None:
+        return
+    with rec.lock:
+        for trace_id, stored in written.items():
+            feed_written(rec.store, planner(trace_id), stored)
+
+
+class Chunk:
+    """Bytes an attempt's application received, waiting for the writer."""
+
+    __slots__ = ("attempt", "data")
+
+    def __init__(self, attempt: Any, data: bytes) -> None:
+        self.attempt, self.data = attempt, data
+
+    def __call__(self) -> None:
+        self.attempt.record(self.data)
+
+
+__all__ = ["BATCH_ITEMS", "MAX_LAG_SECONDS", "MERGE_BYTES", "QUEUE_ITEMS", "QUIET_SECONDS",
+           "Batch", "Chunk", "Writer", "current_batch", "group_chunks"]
