@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from tracestore.errors import InputError, WireError
-from tracestore.providers.app_frames import FRAME_KINDS
+from tracestore.providers.app_frames import FRAME_KINDS, complete_lines_only
 from tracestore.providers.base import make_normalizer
 from tracestore.providers.faq_endpoint import EVENT_NAMES as FAQ_EVENTS, is_chunk, is_envelope
 from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
@@ -201,6 +201,9 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
                                              decoded[:DETECT_NATIVES]])
     if error is not None and provider not in PARTIAL_PROVIDERS:
         raise error
+    if provider == "app-frames" and framing == "ndjson":  # issue 19 (seed 000)
+        kept, truncation = complete_lines_only(data, [f for f, _, _ in decoded], truncation)
+        decoded = decoded[:len(kept)]
     options = {"expected_binding": expected_binding} if provider == "app-frames" else {}
     normalizer = make_normalizer(provider, **options)
     frames = [NativeFrame(index, frame.offset, frame.length, name, native,
