@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tracestore.events import FrameRejected
 from tracestore.providers.app_frames import binding_digest
 
@@ -82,3 +84,69 @@ def test_a_final_frame_without_its_newline_is_not_a_frame() -> None:
     assert [(r.code, r.offset) for r in rejected] == [
         ("truncated_frame", data.rindex(b"\n", 0, len(data) - 1) + 1)]
     assert sum(e.type == "frame.received" for e in events) == data.count(b"\n") - 1
+
+
+# --- seed 000: a binding is checked for internal consistency before use -----------------
+
+CONTRACT_FILE = ROOT / "fixtures" / "contracts" / "seed000-rag.json"
+INJECTED = "https://evil.example/phish"
+
+
+def inconsistent(case: str) -> dict[str, dict[str, Any]]:
+    good = binding("replace-file")
+    hash_edit = {**good, "request_sha256": "0" * 64}
+    url_edit = json.loads(json.dumps(good))
+    url_edit["selected_context"][0]["url"] = INJECTED
+    foreign = json.loads(json.dumps(good))
+    foreign["selected_context"][0]["chunk_id"] = "path-write:" + "1" * 16
+    context_edit = json.loads(json.dumps(good))
+    context_edit["selected_context"][0]["text"] = "An existing file is kept."
+    return {"hash": hash_edit, "url": url_edit, "foreign": foreign,
+            "context": context_edit}[case]
+
+
+BAD_BINDINGS = [("hash", "recorded_request_mismatch"), ("url", "binding_corpus_mismatch"),
+                ("foreign", "binding_corpus_mismatch"),
+                ("context", "recorded_context_mismatch")]
+
+
+@pytest.mark.parametrize(("case", "code"), BAD_BINDINGS)
+def test_an_inconsistent_binding_holds_with_its_code_and_resolves_no_citation(
+        case: str, code: str) -> None:
+    from tracestore.ingest import Bindings, plan_ingest
+    from tracestore.projections import decide_release
+
+    from test_contracts_seed000 import CONTRACT, stored
+
+    bad = inconsistent(case)
+    data = stream_of(['{"status": "answered", "answer": "Yes.", "source_ids": ["path-write"]}'])
+    data = data.replace(binding_digest(binding("replace-file")).encode(),
+                        binding_digest(bad).encode())
+    plan = plan_ingest(data, filename="x.ndjson", attempt_id="a",
+                       bindings=Bindings(CONTRACT, bad))
+    d = decide_release(stored(plan.events), "a")
+    assert (d.status, d.reasons, d.answer) == ("held", (code,), None)
+    assert INJECTED not in json.dumps(d.to_dict() if hasattr(d, "to_dict") else str(d))
+
+
+@pytest.mark.parametrize(("case", "code"), BAD_BINDINGS)
+def test_an_inconsistent_binding_file_is_refused_and_nothing_written(
+        tmp_path: Path, case: str, code: str) -> None:
+    from clihelp import run
+
+    db = tmp_path / "s.db"
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(inconsistent(case)))
+    rc, _, err = run("ingest", str(SEED000 / "replace-file.ndjson"), "--contract",
+                     str(CONTRACT_FILE), "--binding", str(path), db=db)
+    assert rc == 2 and err.startswith(f"error[{code}]: inconsistent request binding")
+    assert not db.exists() or run("events", "--json", db=db)[1] == ""
+
+
+def test_the_seed_bindings_are_consistent() -> None:
+    from tracestore.contracts.binding import inconsistency
+
+    for case in ("utf8-write", "replace-file", "json-result-type", "backup-schedule"):
+        assert inconsistency(binding(case)) is None
+    seed004 = json.loads((ROOT / "fixtures/seed004/faq.binding.json").read_text())
+    assert inconsistency(seed004) is None

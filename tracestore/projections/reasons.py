@@ -107,6 +107,11 @@ EMPTY_CHUNK: Final = "empty_chunk"
 EVENT_AFTER_TERMINAL: Final = "event_after_terminal"
 ENDPOINT_ERROR: Final = "endpoint_error"
 
+# issue 19 (seed rules 000/003/004): binding consistency, invalid bytes, envelope
+RECORDED_REQUEST_MISMATCH: Final = "recorded_request_mismatch"
+RECORDED_CONTEXT_MISMATCH: Final = "recorded_context_mismatch"
+BINDING_CORPUS_MISMATCH: Final = "binding_corpus_mismatch"
+
 # --- agent runs (seed 001, tracestore/agent): reasons ----------------------------------
 AWAITING_RUN_FINISH: Final = "awaiting_run_finish"
 ADMISSION_AGREES: Final = "admission_agrees"
@@ -251,6 +256,14 @@ DESCRIPTIONS: Final[dict[str, str]] = {
                     "(faq-endpoint's name for native_failure).",
     TRANSPORT_IO_ERROR: "The transport failed while reading (app-frames' name for "
                         "drain_error); the partial trace is kept, never accepted.",
+    # issue 19 seed rules
+    RECORDED_REQUEST_MISMATCH: "The request binding's request_sha256 is not the digest of its "
+                               "messages (seed 000: a binding is checked before use).",
+    RECORDED_CONTEXT_MISMATCH: "The context the bound request supplied is not the binding's "
+                               "selected context.",
+    BINDING_CORPUS_MISMATCH: "A selected passage of the binding is not from the bound corpus "
+                             "(its chunk id is not the corpus's, or not its text and URL): "
+                             "no citation resolves to a URL the binding injected.",
     # notes
     METADATA_ABSENT: "No usage/metadata was observed; recorded as absent, never as zero.",
     STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.contracts.binding import context_of
+from tracestore.contracts.binding import context_of, inconsistency
 from tracestore.contracts.judge import ReplyVerdict, judge_reply
 from tracestore.events import AttemptStarted, StoredEvent, TaskRevised, TaskRule, TraceOpened
 from tracestore.projections import reasons as R
@@ -185,6 +185,9 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
     if contract is None:
         return _Outcome(R.HELD, (R.NO_CONTRACT,))
     binding = fold.bindings.binding
+    problem = inconsistency(binding) if binding is not None else None
+    if problem is not None:  # seed 000: a binding is checked before use (issue 19)
+        return _Outcome(R.HELD, (problem[0],))
     verdict = judge_reply(contract, text, context_of(binding) if binding is not None else None)
     if not verdict.ok:
         return _Outcome(R.REJECTED, verdict.reasons(), verdict=verdict)
