@@ -150,3 +150,43 @@ def test_the_seed_bindings_are_consistent() -> None:
         assert inconsistency(binding(case)) is None
     seed004 = json.loads((ROOT / "fixtures/seed004/faq.binding.json").read_text())
     assert inconsistency(seed004) is None
+
+
+# --- seed 000: an invalid stream keeps its valid prefix and the rejection at byte N -----
+
+REAL = ROOT / "fixtures" / "real"
+
+
+def plan_decision(data: bytes, filename: str) -> tuple[list[Any], Any]:
+    from tracestore.ingest import plan_ingest
+    from tracestore.projections import decide_release
+
+    from test_contracts_seed000 import stored
+
+    events = stored(plan_ingest(data, filename=filename, attempt_id="a").events)
+    return events, decide_release(events, "a")
+
+
+def test_bad_utf8_inside_a_recognized_stream_keeps_the_prefix_and_holds() -> None:
+    data = (REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse").read_bytes()
+    blocks = data.split(b"\n\n")
+    good = b"\n\n".join(blocks[:3]) + b"\n\n"
+    bad_at = len(good) + len(b"data: ")
+    events, d = plan_decision(good + b"data: \xff\xfe\n\n" + data[len(good):], "x.sse")
+    received = [e for e in events if e.type == "frame.received"]
+    assert len(received) == 3
+    rejected = [(e.event.code, e.event.offset) for e in events if e.type == "frame.rejected"]
+    assert rejected == [("invalid_utf8", bad_at)]
+    assert (d.status, d.reasons, d.answer) == ("held", ("invalid_utf8",), None)
+
+
+def test_input_that_is_not_a_recognizable_stream_is_still_refused() -> None:
+    from tracestore.errors import WireError
+    from tracestore.ingest import plan_ingest
+
+    with pytest.raises(WireError) as caught:
+        plan_ingest(b'{"hello": 1}\n{"x": "\xff"}\n', filename="x.ndjson", attempt_id="a")
+    assert (caught.value.code, caught.value.offset) == ("invalid_utf8", 20)
+    with pytest.raises(WireError) as caught:  # bad bytes in the very first frame
+        plan_ingest(b'data: {"x": "\xff"}\n\n', filename="x.sse", attempt_id="a")
+    assert caught.value.code == "invalid_utf8"

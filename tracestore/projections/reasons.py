@@ -111,6 +111,9 @@ ENDPOINT_ERROR: Final = "endpoint_error"
 RECORDED_REQUEST_MISMATCH: Final = "recorded_request_mismatch"
 RECORDED_CONTEXT_MISMATCH: Final = "recorded_context_mismatch"
 BINDING_CORPUS_MISMATCH: Final = "binding_corpus_mismatch"
+INVALID_UTF8: Final = "invalid_utf8"
+PRELUDE_CRC_MISMATCH: Final = "prelude_crc_mismatch"
+MESSAGE_CRC_MISMATCH: Final = "message_crc_mismatch"
 
 # --- agent runs (seed 001, tracestore/agent): reasons ----------------------------------
 AWAITING_RUN_FINISH: Final = "awaiting_run_finish"
@@ -264,6 +267,13 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     BINDING_CORPUS_MISMATCH: "A selected passage of the binding is not from the bound corpus "
                              "(its chunk id is not the corpus's, or not its text and URL): "
                              "no citation resolves to a URL the binding injected.",
+    INVALID_UTF8: "A recognized stream turned invalid at a byte that is not UTF-8: the frames "
+                  "before it are kept as evidence, the rejection at its byte offset, never "
+                  "released.",
+    PRELUDE_CRC_MISMATCH: "An AWS event-stream message's prelude CRC32 does not match: the "
+                          "messages before it are kept, the attempt is not released.",
+    MESSAGE_CRC_MISMATCH: "An AWS event-stream message's CRC32 does not match: the messages "
+                          "before it are kept, the attempt is not released.",
     # notes
     METADATA_ABSENT: "No usage/metadata was observed; recorded as absent, never as zero.",
     STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",
