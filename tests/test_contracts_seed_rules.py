@@ -190,3 +190,106 @@ def test_input_that_is_not_a_recognizable_stream_is_still_refused() -> None:
     with pytest.raises(WireError) as caught:  # bad bytes in the very first frame
         plan_ingest(b'data: {"x": "\xff"}\n\n', filename="x.sse", attempt_id="a")
     assert caught.value.code == "invalid_utf8"
+
+
+# --- seed 004: the envelope ---------------------------------------------------------------
+
+SEED004 = ROOT / "fixtures" / "seed004"
+
+
+def faq_stream(chunks: list[str], envelope: dict[str, Any]) -> bytes:
+    out = [f"event: chunk\ndata: {json.dumps({'text': c}, ensure_ascii=False)}\n\n"
+           for c in chunks]
+    out.append(f"event: done\ndata: {json.dumps(envelope, ensure_ascii=False)}\n\n")
+    return "".join(out).encode()
+
+
+def faq_envelope(state: str, text: str, result: Any = None) -> dict[str, Any]:
+    return {"schema_version": 2, "state": state, "text": text,
+            "code": "ok" if state == "ok" else state, "retryable": False, "result": result}
+
+
+def test_the_envelope_result_is_the_internal_answer_without_schema_version() -> None:
+    from test_contracts_seed004 import judge
+
+    _, _, envelope = judge("good-v2")
+    assert envelope.result == {
+        "answer": "You can return a new bike within 30 days.", "cited_ids": ["kc-returns-v3"],
+        "confidence": "high", "status": "answered",
+        "links": ["https://help.kestrelcycles.example/returns"]}
+    v1 = {"schema_version": 1, "answer": "30 days.", "cited_ids": ["kc-returns-v3"],
+          "confidence": "high", "status": "answered"}
+    decision, _, envelope = judge("good-v2", data=faq_stream(
+        ["30 days."], faq_envelope("ok", "30 days.", v1)))
+    assert decision.status == "released"
+    assert envelope.result == {"answer": "30 days.", "cited_ids": ["kc-returns-v3"],
+                               "confidence": "high", "status": "answered", "links": []}
+
+
+def test_an_endpoint_stream_ending_done_with_no_chunks_is_the_empty_state() -> None:
+    from tracestore.contracts.envelope import NO_ANSWER
+    from test_contracts_seed004 import judge
+
+    decision, _, envelope = judge("good-v2", data=faq_stream([], faq_envelope("empty",
+                                                                             NO_ANSWER)))
+    assert (decision.status, decision.reasons) == ("held", ("empty_answer",))
+    assert envelope.to_dict() == {"schema_version": 2, "state": "empty", "text": NO_ANSWER,
+                                  "code": "empty", "retryable": False, "result": None}
+
+
+def test_one_name_per_stop_code_in_contract_check_and_the_envelope() -> None:
+    from tracestore.contracts.envelope import project_envelope
+    from tracestore.contracts.regression import RegressionCase, replay_case
+    from tracestore.events import TaskRule
+    from tracestore.ingest import plan_ingest
+    from tracestore.projections.release import decide_with_view
+
+    from test_contracts_seed000 import stored
+    from test_contracts_seed004 import CONTRACT
+
+    checked = replay_case(CONTRACT, RegressionCase(name="r", raw="", stop="other",
+                                                   expect="unusable_stop"))
+    data = (REAL / "anthropic" / "stop-sequence.sse").read_bytes()
+    plan = plan_ingest(data, filename="s.sse", attempt_id="a",
+                       task=TaskRule(answer_patterns=("",)))
+    decision, view = decide_with_view(stored(plan.events), "a")
+    assert decision.reasons == ("unknown_stop_reason",)
+    envelope = project_envelope(decision, view)
+    assert (envelope.state, envelope.code, envelope.retryable) == ("error", checked, False)
+    assert checked == "unusable_stop"
+
+
+def test_an_error_event_after_done_holds_the_decision_itself() -> None:
+    from test_contracts_seed004 import judge
+
+    late = (b'event: error\ndata: {"schema_version":2,"state":"error","text":"Sorry",'
+            b'"code":"stream_error","retryable":true,"result":null}\n\n')
+    decision, _, envelope = judge("good-v2", data=(SEED004 / "good-v2.sse").read_bytes() + late)
+    assert (decision.status, decision.reasons) == ("held", ("event_after_terminal",))
+    assert (envelope.state, envelope.code) == ("error", "event_after_terminal")
+
+
+def faq_plain(chars: int) -> tuple[Any, Any]:
+    from tracestore.contracts.envelope import project_envelope
+    from tracestore.events import TaskRule
+    from tracestore.ingest import plan_ingest
+    from tracestore.projections.release import decide_with_view
+
+    from test_contracts_seed000 import stored
+
+    text = ("The shop is open. " * 300)[:chars]
+    chunks = [text[i:i + 16] for i in range(0, len(text), 16)]
+    plan = plan_ingest(faq_stream(chunks, faq_envelope("ok", text)), filename="f.sse",
+                       attempt_id="a", task=TaskRule(answer_patterns=("",)))
+    assert plan.api == "faq-endpoint"
+    decision, view = decide_with_view(stored(plan.events), "a")
+    return decision, project_envelope(decision, view)
+
+
+def test_a_plain_text_answer_over_the_seeds_stream_bound_is_rejected_not_cut() -> None:
+    decision, envelope = faq_plain(4000)
+    assert (decision.status, len(decision.answer)) == ("released", 4000)
+    decision, envelope = faq_plain(4001)
+    assert (decision.status, decision.reasons, decision.answer) == (
+        "rejected", ("too_large",), None)
+    assert (envelope.state, envelope.code, envelope.result) == ("error", "too_large", None)
