@@ -293,3 +293,46 @@ def test_a_plain_text_answer_over_the_seeds_stream_bound_is_rejected_not_cut() -
     assert (decision.status, decision.reasons, decision.answer) == (
         "rejected", ("too_large",), None)
     assert (envelope.state, envelope.code, envelope.result) == ("error", "too_large", None)
+
+
+# --- seed 001: grade reads what the re-derivation admitted; question and version checks ---
+
+
+def test_grade_reads_only_the_observations_the_rederivation_admitted() -> None:
+    import copy
+
+    from agenthelp import cases, run_of, trial
+    from tracestore.agent.grading import grade
+
+    value = copy.deepcopy(trial("overwrite-agent-1"))
+    # the first decision proposes a search the recorded observation did not run: the
+    # re-derivation fails there, so nothing after it was admitted
+    value["result"]["decisions"][0]["query"] = "something else entirely"
+    recorded, admission = run_of(value)
+    assert admission.status == "failed" and admission.observations == ()
+    g = grade(recorded, cases()[value["case_id"]], admission)
+    assert g.checks["retrieval_targets_read"] is False
+    assert g.checks["trajectory"]["queries"] == []
+    assert g.checks["trajectory"]["refined"] is False
+    good, admitted = run_of(trial("overwrite-agent-1"))
+    assert grade(good, cases()[value["case_id"]],
+                 admitted).checks["retrieval_targets_read"] is True
+
+
+@pytest.mark.parametrize(("key", "value", "code"), [
+    ("question", "   ", "invalid_question"), ("question", "q" * 513, "invalid_question"),
+    ("version", "3", "invalid_version"), ("version", "3.12.1", "invalid_version"),
+    ("version", "v3.12", "invalid_version"),
+])
+def test_a_run_with_an_invalid_question_or_version_is_refused_as_the_seed_does(
+        key: str, value: str, code: str) -> None:
+    import copy
+
+    from agenthelp import events_of, trial
+    from tracestore.errors import InputError
+
+    run = copy.deepcopy(trial("overwrite-agent-1"))
+    run["result"][key] = value
+    with pytest.raises(InputError) as caught:
+        events_of(run)
+    assert caught.value.code == code
