@@ -336,3 +336,21 @@ def test_a_run_with_an_invalid_question_or_version_is_refused_as_the_seed_does(
     with pytest.raises(InputError) as caught:
         events_of(run)
     assert caught.value.code == code
+
+
+# --- seed 003: one answer and one matching history entry after release ---------------------
+
+
+def test_a_released_answer_that_never_reached_history_is_a_named_violation() -> None:
+    from tracestore.projections import audit
+
+    from test_verdicts_retry import _app_write, scenario
+
+    ui = {"destination": "ui", "attempt": "retry", "text": "It is Paris."}
+    events = scenario(_app_write("first", "Paris."), ui, destinations="application")
+    got = [(v.code, v.attempt_id, v.destination) for v in audit(events).violations]
+    assert got == [("missing_destination_write", "retry", "history")]
+    events = scenario(_app_write("first", "Paris."), _app_write("retry", "It is Paris."),
+                      destinations="application")
+    assert audit(events).violations == ()
+    assert audit(scenario()).violations == ()  # the harness follows the policy itself

@@ -143,6 +143,8 @@ SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
 ANSWER_MISMATCH: Final = "answer_mismatch"
 PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
 READBACK_MISMATCH: Final = "readback_mismatch"
+# issue 19 (seed 003): a released answer that never reached a required destination
+MISSING_DESTINATION_WRITE: Final = "missing_destination_write"
 
 DESCRIPTIONS: Final[dict[str, str]] = {
     # statuses
@@ -295,6 +297,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
     READBACK_MISMATCH: "A destination, read back by the application, holds other text than "
                        "the released answer (or, before release, than the progress text).",
+    MISSING_DESTINATION_WRITE: "A released answer never reached a destination it must "
+                               "(history: seed 003's one matching history entry), while the "
+                               "application records its own destination writes.",
     # agent runs
     INCOMPLETE: "An agent run ended without an answer: the model stopped, or a limit or the "
                 "deadline was reached.",
