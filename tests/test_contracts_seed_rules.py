@@ -354,3 +354,6 @@ def test_a_released_answer_that_never_reached_history_is_a_named_violation() -> 
                       destinations="application")
     assert audit(events).violations == ()
     assert audit(scenario()).violations == ()  # the harness follows the policy itself
+    only_ui = scenario({**ui, "attempt": "first", "text": "Paris."}, ui,
+                       destinations="application")
+    assert audit(only_ui).violations == ()  # a log of ui writes says nothing of history

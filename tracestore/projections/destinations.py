@@ -258,19 +258,21 @@ REQUIRED_DESTINATIONS: Final = ("history",)
 
 def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
                               judged: Mapping[str, _Judged]) -> list[Violation]:
-    """Issue 19 (seed 003): when a trace's application records its own destination writes,
-    a released answer that never reached a required destination is a violation, named at
-    the release position (a second write is already ``duplicate_history_entry``)."""
-    recording = {judged[w.attempt_id].view.trace_id for _, w in writes
+    """Issue 19 (seed 003): when a trace's application records its own writes to a required
+    destination (any attempt of the turn), a released answer of that trace that never
+    reached it is a violation, named at the release position (a second write is already
+    ``duplicate_history_entry``).  A log recording only ui writes says nothing of history."""
+    recording = {(judged[w.attempt_id].view.trace_id, w.destination) for _, w in writes
                  if w.source == "application"}
     written = {(w.attempt_id, w.destination) for _, w in writes}
     found: list[Violation] = []
     for attempt_id, j in judged.items():
         d = j.decision
-        if d.status != R.RELEASED or j.view.trace_id not in recording:
+        if d.status != R.RELEASED:
             continue
         for destination in REQUIRED_DESTINATIONS:
-            if (attempt_id, destination) not in written:
+            if (j.view.trace_id, destination) in recording and \
+                    (attempt_id, destination) not in written:
                 found.append(Violation(
                     R.MISSING_DESTINATION_WRITE, attempt_id, destination,
                     d.decided_at_position or 0,
