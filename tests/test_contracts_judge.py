@@ -119,12 +119,10 @@ def test_url_rule(url: object, problem: str | None) -> None:
 
 SEED000_REPLY = {"status": "answered", "answer": "Yes, an existing file is overwritten.",
                  "source_ids": ["path-write"]}
-SEED000_CONTEXT = context_of({"selected_context": [
-    {"chunk_id": "path-write:b71a2d18a53d86bf", "source_id": "path-write", "text": "…",
-     "url": "https://docs.python.org/3.12/library/pathlib.html#pathlib.Path.write_text"},
-    {"chunk_id": "path-read-3-13:3f86296ba6f04cc2", "source_id": "path-read-3-13",
-     "text": "…", "url": "https://docs.python.org/3.13/library/pathlib.html#pathlib.Path.read_text"},
-]})
+# the seed's own passages (a chunk id is the digest of its text and URL: issue 19 checks it)
+SEED000_CONTEXT = context_of({"selected_context": json.loads(
+    (Path(__file__).resolve().parents[1] / "fixtures/seed000/replace-file.binding.json")
+    .read_text(encoding="utf-8"))["selected_context"]})
 
 
 @pytest.mark.parametrize(("patch", "reasons"), [

@@ -107,16 +107,35 @@ def test_a_capture_cut_inside_a_frame_drains_eof(tmp_path: Path, db_file: Path) 
         [("eof", "input ended inside a frame")]
 
 
-def test_corrupt_bytes_name_the_offset_and_write_nothing(tmp_path: Path, db_file: Path) -> None:
+def test_corrupt_bytes_keep_the_valid_prefix_and_the_rejection_at_the_offset(
+        tmp_path: Path, db_file: Path) -> None:
+    # issue 19 (seed 000 keeps an invalid stream's partial trace): was "write nothing"
     data = bytearray((REAL / "bedrock" / "nova-micro-text.bin").read_bytes())
     second = int.from_bytes(data[0:4], "big")  # start of the second message
     data[second + 20] ^= 0xFF
     bad = tmp_path / "bad.bin"
     bad.write_bytes(bytes(data))
+    code, out, err = invoke("ingest", str(bad), "--attempt", "crc", db=db_file)
+    assert code == 0, err
+    with EventStore(f"sqlite:///{db_file}") as store:
+        events = list(store.read(attempt_id="crc"))
+    assert [e.event.offset for e in events if e.type == "frame.received"] == [0]
+    rejected = [(e.event.code, e.event.offset) for e in events if e.type == "frame.rejected"]
+    assert rejected == [("message_crc_mismatch", second)]
+    code, out, _ = invoke("release", "crc", "--json", db=db_file)
+    assert (json.loads(out)["status"], json.loads(out)["reasons"]) == (
+        "held", ["message_crc_mismatch"])
+
+
+def test_corrupt_bytes_before_any_frame_name_the_offset_and_write_nothing(
+        tmp_path: Path, db_file: Path) -> None:
+    data = bytearray((REAL / "bedrock" / "nova-micro-text.bin").read_bytes())
+    data[20] ^= 0xFF
+    bad = tmp_path / "bad.bin"
+    bad.write_bytes(bytes(data))
     code, out, err = invoke("ingest", str(bad), db=db_file)
     assert code == 2 and out == ""
-    assert json.loads(err)["error"] in ("message_crc_mismatch", "prelude_crc_mismatch")
-    assert json.loads(err)["offset"] == second
+    assert (json.loads(err)["error"], json.loads(err)["offset"]) == ("message_crc_mismatch", 0)
     assert not db_file.exists() or EventStore(f"sqlite:///{db_file}").head_position() == 0
 
 

@@ -70,6 +70,9 @@ class Admission:
     "The answer's citations with URLs from the read records (answered runs only)."
     findings: tuple[Finding, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    observations: tuple[Any, ...] = ()
+    """The observations the re-derivation admitted (seed 001's evaluator reads only the
+    run's own list, which only successful tool calls enter): what grading reads."""
 
     @property
     def agrees(self) -> bool:
@@ -94,6 +97,8 @@ class _Replay:
         self.passages: dict[str, Mapping[str, Any]] = {}
         self.queries: set[tuple[str, ...]] = set()
         self.cursor = 0
+        self.admitted: list[Observed] = []
+        "Observations of admitted calls, in order (seed 001's run-owned observations list)."
         self.verdicts: list[Verdict] = []
         self.end: tuple[str, str | None, int | None] | None = None
         self.citations: tuple[dict[str, Any], ...] = ()
@@ -116,6 +121,7 @@ class _Replay:
             o = obs[self.cursor]
             if o.tool == tool and dict(o.arguments) == arguments:
                 self.cursor += 1
+                self.admitted.append(o)
                 return o
         return None
 
@@ -289,7 +295,7 @@ def rederive(run: RunRecord) -> Admission:
     findings = r.findings + _compare(r, run, status, reason)
     return Admission(status, reason, ended_at, dict(r.usage), tuple(r.verdicts),
                      r.citations if status == "answered" else (), tuple(findings),
-                     tuple(dict.fromkeys(r.notes)))
+                     tuple(dict.fromkeys(r.notes)), tuple(r.admitted))
 
 
 def _end_without_terminal(r: _Replay, proposals: list[Proposal]) -> None:

@@ -5,7 +5,10 @@ the answer fixture check (expected sources cited, every answer pattern, no forbi
 a case without targets only an explicit ``model_stopped`` abstention passes, never
 exhaustion), the outcome, and the trajectory (queries, refined, within limits).  Status,
 reason, answer, citations and usage come from the re-derived admission, not from what the run
-recorded; the recorded ``checks`` (``run.graded``) are only compared, check by check.
+recorded; the recorded ``checks`` (``run.graded``) are only compared, check by check.  The
+sources read and the trajectory read the observations the re-derivation ADMITTED, as seed
+001's evaluator reads the run's own observations list that only successful tool calls
+enter: a recorded observation the re-derivation never reached is not "read".
 
 Without a case, the checks that need one are named in ``not_computed`` instead of guessed.
 Labels never select actions here either: grading reads a finished run and nothing else.
@@ -68,7 +71,7 @@ def _answer(run: RunRecord, admission: Admission) -> str:
 
 
 def trajectory(run: RunRecord, admission: Admission) -> dict[str, Any]:
-    queries = [o.arguments.get("query") for o in run.observations if o.tool == "search"]
+    queries = [o.arguments.get("query") for o in admission.observations if o.tool == "search"]
     limits = run.opened.limits
     return {"queries": queries, "refined": len(queries) > 1,
             "within_limits": all(v <= limits.get(k, 0) for k, v in admission.usage.items())}
@@ -76,7 +79,7 @@ def trajectory(run: RunRecord, admission: Admission) -> dict[str, Any]:
 
 def case_checks(case: Mapping[str, Any], run: RunRecord, admission: Admission
                 ) -> dict[str, Any]:
-    read_ids = {o.result.get("source_id") for o in run.observations if o.tool == "read"}
+    read_ids = {o.result.get("source_id") for o in admission.observations if o.tool == "read"}
     expected = set(case.get("sources", ()))
     retrieval = expected <= read_ids if expected else None
     if expected:

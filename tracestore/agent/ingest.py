@@ -20,6 +20,8 @@ Everything is validated before a single event is planned: a bad file writes noth
 
 from __future__ import annotations
 
+import re
+
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
@@ -102,6 +104,13 @@ def _check_result(result: Any, where: str) -> Mapping[str, Any]:
     for key in ("question", "version", "reason"):
         if not isinstance(result[key], str):
             raise _bad(f"{where}: {key} must be a string", "invalid_run")
+    # seed 001's run() refuses these before anything happens (issue 19)
+    if not result["question"].strip() or len(result["question"]) > 512:
+        raise _bad(f"{where}: the question is blank or longer than 512 characters",
+                   "invalid_question")
+    if re.fullmatch(r"[0-9]+\.[0-9]+", result["version"]) is None:
+        raise _bad(f"{where}: version {result['version'][:40]!r} is not MAJOR.MINOR",
+                   "invalid_version")
     limits = _int_map(result["limits"], LIMIT_NAMES, f"{where}: limits", C_INVALID_LIMITS)
     for name, value in limits.items():
         if not 1 <= value <= LIMIT_MAX[name]:

@@ -9,10 +9,21 @@ frame carries as ``binding_sha256``.
 
 Citations are resolved from the bound context (chunk id and URL of the passage), never
 from a URL the model wrote.
+
+Before use a binding is checked for internal consistency, as seed 000's ``load_binding``
+checks its recording (each check applies when the binding carries the fields it reads):
+``request_sha256`` is the digest of ``messages`` (``recorded_request_mismatch``); the
+context the last message supplied is the selected context's ids and texts
+(``recorded_context_mismatch``); a selected passage comes from the bound corpus — its
+``chunk_id`` is one of ``corpus_identity.index_descriptor.chunk_ids``, and a chunk id of
+seed 000's form ``<source_id>:<16 hex>`` is the digest of the passage's text and URL
+(``binding_corpus_mismatch``), so a URL edited into the binding never resolves a citation.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +64,66 @@ def _opt_str(row: Mapping[str, Any], key: str, index: int) -> str | None:
     return value
 
 
+_SEED_CHUNK_ID = re.compile(r"(?P<source>.+):(?P<digest>[0-9a-f]{16})")
+
+
+def inconsistency(binding: Any) -> tuple[str, str] | None:
+    """``(code, message)`` of the first internal inconsistency of a binding, else None
+    (shape problems are ``context_of``'s)."""
+    if not isinstance(binding, Mapping):
+        return None
+    messages, claimed = binding.get("messages"), binding.get("request_sha256")
+    if messages is not None and claimed is not None and binding_digest(messages) != claimed:
+        return ("recorded_request_mismatch",
+                "the binding's request_sha256 is not the digest of its messages")
+    rows = binding.get("selected_context")
+    rows = [r for r in rows if isinstance(r, Mapping)] if isinstance(rows, list) else []
+    supplied = _supplied_context(messages)
+    if supplied is not None and all(isinstance(r.get("text"), str) for r in rows) and \
+            supplied != [{"id": r.get("source_id"), "text": r.get("text")} for r in rows]:
+        return ("recorded_context_mismatch",
+                "the context the request supplied is not the binding's selected context")
+    identity = binding.get("corpus_identity")
+    descriptor = identity.get("index_descriptor") if isinstance(identity, Mapping) else None
+    corpus = descriptor.get("chunk_ids") if isinstance(descriptor, Mapping) else None
+    for index, row in enumerate(rows):
+        chunk = row.get("chunk_id")
+        if not isinstance(chunk, str):
+            continue
+        if isinstance(corpus, list) and chunk not in corpus:
+            return ("binding_corpus_mismatch",
+                    f"selected_context[{index}].chunk_id is not in the bound corpus")
+        seed_form = _SEED_CHUNK_ID.fullmatch(chunk)
+        if seed_form and seed_form["source"] == row.get("source_id") and isinstance(
+                row.get("text"), str) and isinstance(row.get("url"), str) and binding_digest(
+                {"text": row["text"], "url": row["url"]})[:16] != seed_form["digest"]:
+            return ("binding_corpus_mismatch",
+                    f"selected_context[{index}]'s text or URL is not its corpus chunk's")
+    return None
+
+
+def _supplied_context(messages: Any) -> Any:
+    """The ``context`` list the request's last message supplied (seed 000's RAG request:
+    ``[role, json-text]``), or None when the request is of another form."""
+    if not isinstance(messages, list) or not messages:
+        return None
+    last = messages[-1]
+    text = last[1] if isinstance(last, list) and len(last) == 2 else None
+    if not isinstance(text, str):
+        return None
+    try:
+        supplied = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return supplied.get("context") if isinstance(supplied, dict) else None
+
+
 def context_of(binding: Any) -> BoundContext:
-    """Check a binding's shape and index its selected context (``invalid_binding``)."""
+    """Check a binding's shape and consistency and index its selected context
+    (``invalid_binding`` or the inconsistency's code)."""
+    problem = inconsistency(binding)
+    if problem is not None:
+        raise InputError(f"inconsistent request binding: {problem[1]}", code=problem[0])
     if not isinstance(binding, Mapping):
         raise InputError("a request binding must be a JSON object", code="invalid_binding")
     rows = binding.get("selected_context")

@@ -31,7 +31,11 @@ RETRY_LATER = frozenset({
 })
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: Envelope codes that are not release reasons (documented in docs/release-policy.md).
-ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped")
+ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped",
+                  "unusable_stop")
+#: Release reasons whose envelope code is the name ``contract check`` gives the same stop
+#: (seed 004's ``parse_contract``: one name per stop code, issue 19).
+STOP_CODES = {R.UNKNOWN_STOP_REASON: "unusable_stop"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +72,9 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
         if structured and report is not None and report.verdict is not None:
             reply = report.verdict.reply or {}
             answer = reply.get(report.answer_field) if report.answer_field else None
-            return Envelope("ok", answer if isinstance(answer, str) else "", result=reply)
+            result = getattr(report, "answer_model", None)  # seed 004's internal Answer
+            return Envelope("ok", answer if isinstance(answer, str) else "",
+                            result=result if result is not None else reply)
         return Envelope("ok", decision.answer or "")
     if R.EMPTY_ANSWER in decision.reasons:
         return Envelope("empty", NO_ANSWER, "empty")
@@ -92,4 +98,5 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
     if status == R.REJECTED and decision.contract is not None and \
             decision.contract.verdict is not None and not decision.contract.verdict.ok:
         return _error(decision.contract.verdict.code)
-    return _error(decision.reasons[0] if decision.reasons else status)
+    first = decision.reasons[0] if decision.reasons else status
+    return _error(STOP_CODES.get(first, first))

@@ -3,9 +3,13 @@
 Each frame is checked in the seed consumer's order: nothing after the terminal, an
 object with exactly the keys of its kind, consecutive sequence numbers from 1, the
 request binding, the frame count; then non-empty text deltas within the content bound,
-or a terminal reason that is bounded, non-empty text.  Byte bounds use the frame's
-length in the capture (or, for a replayed frame, its compact JSON encoding plus the
-newline that frames it).  The first failure is final: the consumer stops reading there.
+or a terminal reason that is bounded, non-empty text.  Byte bounds are the seed's: a
+frame is measured WITHOUT its line end (a frame of exactly ``frame_bytes`` is accepted),
+the stream total counts every byte received, line ends included (exactly
+``total_bytes`` is accepted).  A captured frame's ``length`` already includes its line end
+(only complete lines are frames: an unterminated last line is ``truncated_frame``); a
+replayed frame is measured as its compact JSON encoding plus the newline that frames it.
+The first failure is final: the consumer stops reading there.
 
 The binding is checked only when the request binding is recorded: without it the frame's
 ``binding_sha256`` can be compared with nothing, and the checker says so
@@ -26,7 +30,7 @@ class FrameLimits:
     is invalid — rejected, never cut."""
 
     frame_bytes: int = 8192
-    "One frame's encoded size (``frame_byte_limit``)."
+    "One frame's encoded size without its line end (``frame_byte_limit``)."
     total_bytes: int = 65536
     "All frames together, newlines included (``stream_byte_limit``)."
     content_chars: int = 16384
@@ -75,7 +79,7 @@ class FrameChecker:
         return self.expected is not None
 
     def check(self, native: Any, length: int | None) -> str | None:
-        size = length + 1 if length is not None else encoded_size(native)
+        size = length if length is not None else encoded_size(native)  # line end included
         self.total_bytes += size
         if size - 1 > self.limits.frame_bytes:
             return "frame_byte_limit"

@@ -96,6 +96,20 @@ class Contract:
     def code(self, kind: str) -> str:
         return self.doc.codes.get(kind, DEFAULT_CODES[kind])
 
+    def internal_answer(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """Seed 004's internal ``Answer`` for an accepted reply: every version becomes one
+        model — the reply without its version field, and each property of the newest
+        version's schema that declares a ``default`` (``links: []``) filled when absent."""
+        field = self.doc.version_field
+        answer = {k: v for k, v in reply.items() if k != field}
+        newest = max(self.doc.versions, key=lambda v: -1 if v.version is None else v.version)
+        properties = newest.json_schema.get("properties")
+        for name, schema in (properties.items() if isinstance(properties, dict) else ()):
+            if name != field and isinstance(schema, dict) and "default" in schema \
+                    and name not in answer:
+                answer[name] = copy.deepcopy(schema["default"])
+        return answer
+
 
 def canonical_sha256(value: Any) -> str:
     canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -133,6 +133,7 @@ def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> Audi
         report.append(AttemptDestinations(attempt_id, j.view.trace_id, dests, progress,
                                           j.decision))
     found = (_violations(writes, judged) + _readback_violations(events, judged)
+             + _missing_write_violations(writes, judged)
              + [f for j in judged.values() for f in j.findings])
     return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)))
 
@@ -248,3 +249,33 @@ def _fragments(view: AttemptView) -> list[str]:
         if block.text.strip():
             out.append(block.text)
     return list(dict.fromkeys(out))
+
+
+#: Destinations a released answer must reach when the application records its own writes
+#: (seed 003: "one answer and one matching history entry" after release).
+REQUIRED_DESTINATIONS: Final = ("history",)
+
+
+def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
+                              judged: Mapping[str, _Judged]) -> list[Violation]:
+    """Issue 19 (seed 003): when a trace's application records its own writes to a required
+    destination (any attempt of the turn), a released answer of that trace that never
+    reached it is a violation, named at the release position (a second write is already
+    ``duplicate_history_entry``).  A log recording only ui writes says nothing of history."""
+    recording = {(judged[w.attempt_id].view.trace_id, w.destination) for _, w in writes
+                 if w.source == "application"}
+    written = {(w.attempt_id, w.destination) for _, w in writes}
+    found: list[Violation] = []
+    for attempt_id, j in judged.items():
+        d = j.decision
+        if d.status != R.RELEASED:
+            continue
+        for destination in REQUIRED_DESTINATIONS:
+            if (j.view.trace_id, destination) in recording and \
+                    (attempt_id, destination) not in written:
+                found.append(Violation(
+                    R.MISSING_DESTINATION_WRITE, attempt_id, destination,
+                    d.decided_at_position or 0,
+                    f"the released answer never reached {destination} (the application "
+                    "records its own writes)"))
+    return found

@@ -70,6 +70,9 @@ class Profile:
     limits: FrameLimits | None = None
     event_rules: bool = False
     "Seed 004's client-side event contract (``tracestore.contracts.events_check``) applies."
+    max_text_chars: int | None = None
+    """Characters one streamed answer may have (seed 004's ``MAX_CHARS``): over it the
+    answer is rejected (``too_large``), never cut and never released."""
     envelope_frames: bool = False
     """The terminal event carries seed 004's envelope; a structured reply is its ``result``
     (re-judged against the trace's contract, never trusted)."""
@@ -190,6 +193,7 @@ FAQ_ENDPOINT = Profile(
     failure_errors=frozenset({"error"}),
     event_rules=True,
     envelope_frames=True,
+    max_text_chars=4000,
     reason_names=MappingProxyType({"native_failure": "endpoint_error"}),
 )
 

@@ -109,6 +109,14 @@ EMPTY_CHUNK: Final = "empty_chunk"
 EVENT_AFTER_TERMINAL: Final = "event_after_terminal"
 ENDPOINT_ERROR: Final = "endpoint_error"
 
+# issue 19 (seed rules 000/003/004): binding consistency, invalid bytes, envelope
+RECORDED_REQUEST_MISMATCH: Final = "recorded_request_mismatch"
+RECORDED_CONTEXT_MISMATCH: Final = "recorded_context_mismatch"
+BINDING_CORPUS_MISMATCH: Final = "binding_corpus_mismatch"
+INVALID_UTF8: Final = "invalid_utf8"
+PRELUDE_CRC_MISMATCH: Final = "prelude_crc_mismatch"
+MESSAGE_CRC_MISMATCH: Final = "message_crc_mismatch"
+
 # --- agent runs (seed 001, tracestore/agent): reasons ----------------------------------
 AWAITING_RUN_FINISH: Final = "awaiting_run_finish"
 ADMISSION_AGREES: Final = "admission_agrees"
@@ -137,6 +145,8 @@ SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
 ANSWER_MISMATCH: Final = "answer_mismatch"
 PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
 READBACK_MISMATCH: Final = "readback_mismatch"
+# issue 19 (seed 003): a released answer that never reached a required destination
+MISSING_DESTINATION_WRITE: Final = "missing_destination_write"
 
 DESCRIPTIONS: Final[dict[str, str]] = {
     # statuses
@@ -253,6 +263,21 @@ DESCRIPTIONS: Final[dict[str, str]] = {
                     "(faq-endpoint's name for native_failure).",
     TRANSPORT_IO_ERROR: "The transport failed while reading (app-frames' name for "
                         "drain_error); the partial trace is kept, never accepted.",
+    # issue 19 seed rules
+    RECORDED_REQUEST_MISMATCH: "The request binding's request_sha256 is not the digest of its "
+                               "messages (seed 000: a binding is checked before use).",
+    RECORDED_CONTEXT_MISMATCH: "The context the bound request supplied is not the binding's "
+                               "selected context.",
+    BINDING_CORPUS_MISMATCH: "A selected passage of the binding is not from the bound corpus "
+                             "(its chunk id is not the corpus's, or not its text and URL): "
+                             "no citation resolves to a URL the binding injected.",
+    INVALID_UTF8: "A recognized stream turned invalid at a byte that is not UTF-8: the frames "
+                  "before it are kept as evidence, the rejection at its byte offset, never "
+                  "released.",
+    PRELUDE_CRC_MISMATCH: "An AWS event-stream message's prelude CRC32 does not match: the "
+                          "messages before it are kept, the attempt is not released.",
+    MESSAGE_CRC_MISMATCH: "An AWS event-stream message's CRC32 does not match: the messages "
+                          "before it are kept, the attempt is not released.",
     # notes
     METADATA_ABSENT: "No usage/metadata was observed; recorded as absent, never as zero.",
     STOP_AFTER_RELEASE: "A Stop arrived after the release; it does not undo it.",
@@ -274,6 +299,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
     READBACK_MISMATCH: "A destination, read back by the application, holds other text than "
                        "the released answer (or, before release, than the progress text).",
+    MISSING_DESTINATION_WRITE: "A released answer never reached a destination it must "
+                               "(history: seed 003's one matching history entry), while the "
+                               "application records its own destination writes.",
     # agent runs
     INCOMPLETE: "An agent run ended without an answer: the model stopped, or a limit or the "
                 "deadline was reached.",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.contracts.binding import context_of
+from tracestore.contracts.binding import context_of, inconsistency
 from tracestore.contracts.judge import ReplyVerdict, judge_reply
 from tracestore.events import (
     AttemptStarted, SemanticJudged, StoredEvent, TaskRevised, TaskRule, TraceOpened,
@@ -83,6 +83,8 @@ class ContractReport:
     frame_failure: str | None = None
     answer_field: str | None = None
     "The reply field holding the answer text (what the envelope shows)."
+    answer_model: dict[str, Any] | None = None
+    "Seed 004's internal Answer of an accepted reply (the envelope's ``result``)."
 
     def to_dict(self) -> dict[str, Any]:
         v = self.verdict
@@ -129,6 +131,10 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None,
         return _Outcome(R.HELD, (R.NO_PROFILE,))
     if fold.frame_failure is not None:
         return _Outcome(R.HELD, (fold.frame_failure.code,))
+    if any(a.code == R.EVENT_AFTER_TERMINAL for a in fold.anomalies):
+        # seed 004: nothing after the terminal; it holds the decision itself, whatever the
+        # late event says (an error after done is not an exception of the answer).
+        return _Outcome(R.HELD, tuple(dict.fromkeys(a.code for a in fold.anomalies)))
     if any(t.outcome == "failed" for t in fold.terminals):
         return _Outcome(R.FAILED, (R.NATIVE_FAILURE,))
     if fold.errors:
@@ -185,6 +191,10 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
         # The text profile asks for one text block; a normal ending with nothing in it is
         # seed 004's ``empty`` state, not an answer, whatever the task rule would accept.
         return _Outcome(R.HELD, (R.EMPTY_ANSWER,))
+    bound = fold.profile.max_text_chars
+    if bound is not None and len(fold.text()) > bound:
+        # seed 004's stream bound: over it the answer is rejected, never cut (issue 19)
+        return _Outcome(R.REJECTED, (R.TOO_LARGE,))
     if fold.structured:
         return _structured_outcome(fold, rule)
     if by_reviewer(rule):
@@ -208,6 +218,9 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
     if contract is None:
         return _Outcome(R.HELD, (R.NO_CONTRACT,))
     binding = fold.bindings.binding
+    problem = inconsistency(binding) if binding is not None else None
+    if problem is not None:  # seed 000: a binding is checked before use (issue 19)
+        return _Outcome(R.HELD, (problem[0],))
     verdict = judge_reply(contract, text, context_of(binding) if binding is not None else None)
     if not verdict.ok:
         return _Outcome(R.REJECTED, verdict.reasons(), verdict=verdict)
@@ -320,7 +333,10 @@ class ReleaseJudge:
                 contract.name if contract is not None else None, out.verdict,
                 "checked" if view.binding_sha256 is not None else "unknown",
                 view.frame_failure.code if view.frame_failure is not None else None,
-                contract.doc.answer_field if contract is not None else None)
+                contract.doc.answer_field if contract is not None else None,
+                contract.internal_answer(out.verdict.reply) if contract is not None
+                and out.verdict is not None and out.verdict.ok and isinstance(
+                    out.verdict.reply, dict) else None)
         return ReleaseDecision(
             attempt_id=view.attempt_id, trace_id=view.trace_id, eligible=released,
             status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,

@@ -28,6 +28,21 @@ from tracestore.providers.observations import Observation
 FRAME_KINDS = frozenset({"content_delta", "done", "error", "cancel"})
 
 
+def complete_lines_only(data: bytes, frames: list[Any], truncation: Any) -> tuple[list[Any], Any]:
+    """Seed 000: "only a complete line is parsed as an application frame".  The NDJSON
+    decoder emits an unterminated last line that parses as whole JSON (many producers omit
+    the final newline); for application frames that line is not a frame but a
+    ``truncated_frame`` at its offset, so no answer is accepted from it."""
+    from tracestore.wire.frames import Truncation
+
+    if truncation is not None or not frames or data.endswith(b"\n"):
+        return frames, truncation
+    last = frames[-1]
+    if last.offset + last.length != len(data):
+        return frames, truncation
+    return frames[:-1], Truncation(last.offset, last.length, "truncated_frame")
+
+
 def binding_digest(binding: Any) -> str:
     """The seed-000 binding hash: sha256 of canonical JSON (sorted keys, compact, UTF-8)."""
     canonical = json.dumps(binding, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

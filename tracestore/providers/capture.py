@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping
 
 from tracestore.errors import InputError, WireError
-from tracestore.providers.app_frames import FRAME_KINDS
+from tracestore.providers.app_frames import FRAME_KINDS, complete_lines_only
 from tracestore.providers.base import make_normalizer
 from tracestore.providers.faq_endpoint import EVENT_NAMES as FAQ_EVENTS, is_chunk, is_envelope
 from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
@@ -59,6 +59,12 @@ class FrameFailure:
 #: partial trace of an application frame stream as ``invalid``; a vendor stream with a
 #: broken frame is refused whole, as before).
 PARTIAL_PROVIDERS = frozenset({"app-frames"})
+
+#: Wire faults after which a recognized stream of ANY provider keeps its valid prefix as
+#: evidence and the rejection at the fault's byte (issue 19, seed 000's ``invalid`` result:
+#: the partial trace is kept, never accepted); input with no whole frame before the fault
+#: is refused whole, as before.
+INVALID_BYTES = frozenset({"invalid_utf8", "prelude_crc_mismatch", "message_crc_mismatch"})
 
 
 @dataclass(frozen=True)
@@ -192,15 +198,31 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
     if framing is None:
         head = data[:DETECT_HEAD_BYTES]
         framing = framing_for_path(filename, head) if filename else detect_framing(head)
-    wire_frames, truncation = decode_bytes(data, framing, chunk_size, progress=progress)
+    try:
+        wire_frames, truncation = decode_bytes(data, framing, chunk_size, progress=progress)
+        invalid = None
+    except WireError as exc:  # issue 19 (seed 000): keep the valid prefix of invalid bytes
+        if not keep_partial or exc.code not in INVALID_BYTES or not exc.frames:
+            raise
+        wire_frames, truncation, invalid = exc.frames, None, exc
     decoded, failure, error = _decode_natives(wire_frames, keep_partial)
     if provider == "auto":
         if error is not None and not decoded:
             raise error
-        provider = detect_provider(framing, [(name, native) for _, name, native in
-                                             decoded[:DETECT_NATIVES]])
+        try:
+            provider = detect_provider(framing, [(name, native) for _, name, native in
+                                                 decoded[:DETECT_NATIVES]])
+        except InputError:
+            if invalid is not None:  # not a recognizable stream at all: refused whole
+                raise invalid from None
+            raise
+    if invalid is not None and failure is None:
+        failure = FrameFailure(invalid.code, invalid.offset, invalid.message)
     if error is not None and provider not in PARTIAL_PROVIDERS:
         raise error
+    if provider == "app-frames" and framing == "ndjson":  # issue 19 (seed 000)
+        kept, truncation = complete_lines_only(data, [f for f, _, _ in decoded], truncation)
+        decoded = decoded[:len(kept)]
     options = {"expected_binding": expected_binding} if provider == "app-frames" else {}
     normalizer = make_normalizer(provider, **options)
     frames = [NativeFrame(index, frame.offset, frame.length, name, native,

@@ -5,8 +5,9 @@ validated text as ``chunk`` events (``{"text": …}``) and exactly one terminal 
 data is the envelope (``{"schema_version", "state", "text", "code", "retryable",
 "result"}``): ``done`` for the ok and empty states, ``error`` otherwise (a failure is a
 single error event).  Observations: a chunk is a text delta; ``done`` is the envelope's text
-as a final text (checked against the chunks, never appended) and a terminal whose status is
-``done`` and stop reason the envelope's state; ``error`` is an error named by the
+as a final text (checked against the chunks, never appended; not for the ``empty`` state,
+whose text is the fixed no-answer message) and a terminal whose status is ``done`` and stop
+reason the envelope's state; ``error`` is an error named by the
 envelope's code.  The release projection re-judges the envelope's ``result`` against the
 trace's contract instead of trusting the endpoint.
 """
@@ -36,9 +37,12 @@ class FaqEndpointNormalizer(Normalizer):
         if event_name == "chunk" and is_chunk(native):
             return [Observation("text_delta", "chunk", text=as_str(native.get("text")))]
         if event_name == "done" and is_envelope(native):
+            terminal = Observation("terminal", "done", status="done",
+                                   stop_reason=as_str(native.get("state")))
+            if native.get("state") == "empty":  # its text is the fixed NO_ANSWER message,
+                return [terminal]               # not an answer: seed 004's empty state
             return [Observation("final_text", "done", text=as_str(native.get("text"))),
-                    Observation("terminal", "done", status="done",
-                                stop_reason=as_str(native.get("state")))]
+                    terminal]
         if event_name == "error" and is_envelope(native):
             code = as_str(native.get("code"))
             return [Observation("error", "error", error_code=code, message=code)]
