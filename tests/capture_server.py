@@ -32,6 +32,8 @@ class Route:
     "Set when the body reached ``hold_at``."
     pace: float = 0.0
     "Seconds to wait between chunks (a provider producing tokens), 0: as fast as possible."
+    content_length: bool = False
+    "Send a content-length body (the capture's size) instead of chunked transfer encoding."
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".bin": "application/vnd.amazon.eventstream",
@@ -68,7 +70,10 @@ class CaptureServer:
                     return
                 self.send_response(200)
                 self.send_header("content-type", route.content_type)
-                self.send_header("transfer-encoding", "chunked")
+                if route.content_length:
+                    self.send_header("content-length", str(len(route.capture)))
+                else:
+                    self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 self._body(route)
 
@@ -89,12 +94,14 @@ class CaptureServer:
                             self.close_connection = True
                             return
                     piece = data[sent:sent + size]
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.write(piece if route.content_length
+                                     else b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.flush()
                     sent += len(piece)
                     if route.pace:
                         time.sleep(route.pace)
-                self.wfile.write(b"0\r\n\r\n")
+                if not route.content_length:
+                    self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -51,8 +52,11 @@ class BodyAttempt:
     """
 
     def __init__(self, owner: BodyRecording, api: str, framing: str | None,
-                 settings: dict[str, Any]) -> None:
+                 settings: dict[str, Any], expected_size: int | None = None) -> None:
         self.owner, self.api, self.framing, self.settings = owner, api, framing, settings
+        self.expected_size = expected_size
+        "The body's length when the response said it (content-length), else None."
+        self.received_bytes = 0
         self.recorder: Any = None
         self.pending: bytes | None = None
         self.closing = False
@@ -81,6 +85,7 @@ class BodyAttempt:
         """The app got ``chunk``.  In the background, it is queued for the writer now; in
         the foreground, the one before it is recorded now (after the app had it)."""
         chunk = bytes(chunk)
+        self.received_bytes += len(chunk)
         if self.owner.background:
             self.owner.submit(_Chunk(self, chunk))
             return
@@ -146,9 +151,51 @@ class BodyAttempt:
         self._end(lambda: self.recorder.drain(outcome, detail))
 
     def closed_early(self) -> None:
-        self._end(lambda: self.recorder.stop(by="application"),
-                  lambda: self.recorder.drain(
-                      "eof", "closed by the application before the body ended"))
+        """The application closed the body before reading it to its end: after the native
+        terminal that is the stream's end as the SDK ends it (a clean drain), before it the
+        user's Stop at the last byte received."""
+        self._closed_at(self.received_bytes, "closed by the application {} the native "
+                        "terminal")
+
+    def watch(self, body: object) -> None:
+        """Record ``dropped`` when the application lets ``body`` go without closing it."""
+        finalizer = weakref.finalize(body, self.dropped)
+        finalizer.atexit = False  # a process exiting mid-stream leaves a pending prefix
+
+    def dropped(self) -> None:
+        """The body was garbage-collected unclosed.  The collector may run this in any
+        thread, holding any lock: the ending is handed to a fresh thread, never waited for
+        here (``flush`` waits for it)."""
+        if self.closing:
+            return
+        size = self.received_bytes
+        self.owner.later(lambda: self._closed_at(
+            size, "the application dropped the response without closing it, {} the native "
+                  "terminal (garbage-collected)"))
+
+    def _closed_at(self, size: int, how: str) -> None:
+        """The body ended unread at byte ``size``: a clean drain naming ``how`` and the bytes
+        left unread when the native terminal had arrived, else a Stop and drain ``eof``."""
+        if self.expected_size is not None:
+            unread = f"{max(self.expected_size - size, 0)} body bytes unread"
+        else:
+            unread = "body bytes unread not known (chunked body: at least its last chunk)"
+
+        def stop() -> None:
+            if not self._terminal_seen():
+                self.recorder.stop(by="application")
+
+        def drain() -> None:
+            if self._terminal_seen():
+                self.recorder.drain(note=f"{how.format('after')}; {unread}")
+            else:
+                self.recorder.drain("eof", how.format("before"))
+
+        self._end(stop, drain)
+
+    def _terminal_seen(self) -> bool:
+        capture = getattr(self.recorder, "capture", None)
+        return bool(getattr(capture, "ended_natively", False))
 
 
 class BodyRecording:
@@ -177,6 +224,14 @@ class BodyRecording:
         self.live: set[BodyAttempt] = set()
         self.lock = threading.RLock()
         self._last: dict[str, str] = {}
+        self._later: list[threading.Thread] = []
+
+    def later(self, work: Callable[[], Any]) -> None:
+        """Run ``work`` in a fresh thread (from a finalizer: no lock may be taken there);
+        ``flush`` waits for it."""
+        thread = threading.Thread(target=work, daemon=True, name="tracestore-dropped")
+        self._later.append(thread)
+        thread.start()
 
     def submit(self, work: Callable[[], Any]) -> None:
         """Run recorder ``work`` in order: queued for the writer thread, or right here."""
@@ -241,6 +296,8 @@ class BodyRecording:
 
     def flush(self) -> None:
         """Wait until everything the application received so far is recorded."""
+        while self._later:
+            self._later.pop(0).join(30)
         if self.background:
             self._urgent.set()  # no point holding back: the caller is waiting
             try:

@@ -93,9 +93,21 @@ def _framing(response: Any) -> str | None:
     return _STREAM_TYPES.get(ctype)
 
 
+def body_size(headers: Any) -> int | None:
+    """The body's length in bytes as read, when the response says it (no content-encoding:
+    a compressed body is read decoded, so its content-length is not what the app reads)."""
+    if headers.get("content-encoding", "identity").lower() not in ("", "identity"):
+        return None
+    try:
+        size = int(headers.get("content-length", ""))
+    except ValueError:
+        return None
+    return size if size >= 0 else None
+
+
 def attempt_for(owner: BodyRecording, request: Any, response: Any) -> BodyAttempt:
     return owner.track(BodyAttempt(owner, api_for_path(request.url.path), _framing(response),
-                                request_settings(request)))
+                                request_settings(request), body_size(response.headers)))
 
 
 def _default_http() -> Any:
@@ -117,6 +129,7 @@ def _classes(http: Any) -> tuple[type, type]:
     class SyncBody(http.SyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
+            attempt.watch(self)
 
         def __iter__(self) -> Iterator[bytes]:
             with self._attempt.reading():
@@ -131,6 +144,7 @@ def _classes(http: Any) -> tuple[type, type]:
     class AsyncBody(http.AsyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
+            attempt.watch(self)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             with self._attempt.reading():
