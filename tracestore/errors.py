@@ -99,3 +99,13 @@ class ReviewError(TracestoreError):
 
     code = "review_refused"
     exit_code = 5
+
+
+# issue 18: the per-response handle and turn scopes of live recording.
+class RecordingScopeError(InputError):
+    """A turn scope or attempt handle used in a way that would make the trace ambiguous:
+    ``ambiguous_turn`` (nested turn scopes, a turn and a transport naming other traces),
+    ``foreign_attempt`` (a handle of another recorder or store), ``not_recorded`` (an
+    object no recording transport produced).  Nothing is written."""
+
+    code = "recording_scope"

@@ -39,6 +39,7 @@ class BodyRecordingBody:
 
     def __init__(self, raw: Any, attempt: BodyAttempt) -> None:
         self._raw, self._attempt = raw, attempt
+        self.tracestore_handle = attempt.handle  # ``turn.attempt_of(response)`` finds it
         attempt.watch(self)
 
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:

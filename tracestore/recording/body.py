@@ -62,6 +62,8 @@ class BodyAttempt:
         self.closing = False
         self.finished = False
         self.dead = False
+        self.handle, self.retry_of = owner.assign(self)
+        "This response's attempt (``turn.AttemptHandle``), fixed in the app's own context."
 
     def _guard(self, action: Callable[[], Any]) -> None:
         if self.dead:
@@ -75,11 +77,22 @@ class BodyAttempt:
     def _open(self) -> None:
         if self.recorder is None:
             self.owner.flush_others(self)
-            trace = self.owner.trace_for_attempt()
-            self.recorder = trace.attempt(api=self.api, framing=self.framing,
-                                          retry_of=self.owner.previous(trace),
+            trace = self.handle.trace
+            retry_of = self.retry_of if self.owner.was_opened(self.retry_of) \
+                else self.owner.previous(trace)
+            self.recorder = trace.attempt(self.handle.attempt_id, api=self.api,
+                                          framing=self.framing, retry_of=retry_of,
                                           request=self.settings)
             self.owner.opened(trace, self.recorder)
+
+    def later_call(self, action: Callable[[Any], Any]) -> None:
+        """Run ``action(recorder)`` after every byte the application received so far is
+        recorded, in the writer's order (the handle's destination writes)."""
+        def work() -> None:
+            self.flush()
+            self._guard(lambda: (self._open(), action(self.recorder)))
+
+        self.owner.submit(work)
 
     def received(self, chunk: bytes) -> None:
         """The app got ``chunk``.  In the background, it is queued for the writer now; in
@@ -225,6 +238,8 @@ class BodyRecording:
         self.lock = threading.RLock()
         self._last: dict[str, str] = {}
         self._later: list[threading.Thread] = []
+        self._assigned: dict[str | None, str] = {}  # trace id → newest attempt id assigned
+        self._opened: set[str] = set()
 
     def later(self, work: Callable[[], Any]) -> None:
         """Run ``work`` in a fresh thread (from a finalizer: no lock may be taken there);
@@ -315,6 +330,44 @@ class BodyRecording:
         """The trace a new attempt joins: the one given, or a fresh one from the factory."""
         return self.trace() if callable(self.trace) else self.trace
 
+    def assign(self, attempt: BodyAttempt) -> tuple[Any, str | None]:
+        """The handle and the retried attempt of a new response, in the application's own
+        context (its turn scope) when the response's headers arrive."""
+        from tracestore.errors import RecordingScopeError
+        from tracestore.recording.turn import AttemptHandle, current_turn
+
+        turn, problem = current_turn(), None
+        given = None if turn is not None and self.trace is None else self.trace_for_attempt()
+        if turn is not None:
+            if given is not None and (given.trace_id != turn.trace_id
+                                      or given.recorder is not turn.recorder):
+                problem = RecordingScopeError(
+                    f"a response streamed in turn {turn.trace_id!r} through a transport "
+                    f"recording trace {given.trace_id!r}: not recorded (ambiguous)",
+                    code="ambiguous_turn", trace_id=turn.trace_id)
+            trace = turn.trace
+        elif given is None:
+            problem, trace = RecordingScopeError(
+                "a response streamed outside any turn through a transport given no trace: "
+                "not recorded (use `with rec.turn(...)`)", code="ambiguous_turn"), None
+        else:
+            trace = given
+        handle = AttemptHandle(attempt, trace, turn) if trace is not None else None
+        with self.state_lock:
+            retry_of = turn.previous_id() if turn is not None else \
+                self._assigned.get(getattr(trace, "trace_id", None))
+            if handle is not None:
+                self._assigned[handle.trace_id] = handle.attempt_id
+                if turn is not None:
+                    turn.attempts.append(handle)
+        if problem is not None:
+            attempt.dead = True
+            self.failed(problem)
+        return handle, retry_of
+
+    def was_opened(self, attempt_id: str | None) -> bool:
+        return attempt_id is not None and attempt_id in self._opened
+
     def track(self, attempt: BodyAttempt) -> BodyAttempt:
         with self.state_lock:
             self.live.add(attempt)
@@ -332,6 +385,7 @@ class BodyRecording:
 
     def opened(self, trace: Any, attempt: Any) -> None:
         self._last[trace.trace_id] = attempt.attempt_id
+        self._opened.add(attempt.attempt_id)
         self.attempts.append(attempt)
 
     def failed(self, exc: TracestoreError) -> None:

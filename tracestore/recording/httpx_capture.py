@@ -129,6 +129,7 @@ def _classes(http: Any) -> tuple[type, type]:
     class SyncBody(http.SyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
+            self.tracestore_handle = attempt.handle  # ``turn.attempt_of(stream)`` finds it
             attempt.watch(self)
 
         def __iter__(self) -> Iterator[bytes]:
@@ -144,6 +145,7 @@ def _classes(http: Any) -> tuple[type, type]:
     class AsyncBody(http.AsyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
+            self.tracestore_handle = attempt.handle  # ``turn.attempt_of(stream)`` finds it
             attempt.watch(self)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -202,10 +204,12 @@ def _classes(http: Any) -> tuple[type, type]:
     return Sync, Async
 
 
-def RecordingTransport(trace: Any, inner: Any = None, *, http: Any = None,  # noqa: N802
+def RecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
                        background: bool = True) -> Any:
     """A sync transport recording streaming bodies into ``trace`` (a ``TraceRecorder``, or
-    a no-argument callable returning the trace for each new streamed response).
+    a no-argument callable returning the trace for each new streamed response), or, with
+    no trace, into the trace of the turn scope each response is streamed in
+    (``with rec.turn(...)``; ``turn.attempt_of(stream)`` is a response's attempt).
 
     ``http`` is the module the client is built on (``httpx2`` by default when installed,
     else ``httpx``); ``inner`` the transport that really sends (default: the module's own).
@@ -217,7 +221,7 @@ def RecordingTransport(trace: Any, inner: Any = None, *, http: Any = None,  # no
     return _classes(http or _default_http())[0](trace, inner, background)
 
 
-def AsyncRecordingTransport(trace: Any, inner: Any = None, *, http: Any = None,  # noqa: N802
+def AsyncRecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
                             background: bool = True) -> Any:
     """The asyncio twin of :func:`RecordingTransport`."""
     return _classes(http or _default_http())[1](trace, inner, background)

@@ -151,6 +151,13 @@ class Recorder:
             self.store.append_with(build)
         return TraceRecorder(self, trace_id)
 
+    def turn(self, trace_id: str, **trace_options: Any) -> Any:
+        """``with rec.turn(id, task=…) as turn:`` — every response streamed through a
+        recording transport inside is an attempt of that trace (``recording/turn.py``)."""
+        from tracestore.recording.turn import Turn
+
+        return Turn(self, trace_id, trace_options)
+
     def close(self) -> None:
         if self._owns_store:
             self.store.close()
