@@ -32,6 +32,8 @@ class Route:
     "Set when the body reached ``hold_at``."
     pace: float = 0.0
     "Seconds to wait between chunks (a provider producing tokens), 0: as fast as possible."
+    by_event: bool = False
+    "Send one chunk per SSE event (each ends at a blank line), ``chunk`` ignored."
     content_length: bool = False
     "Send a content-length body (the capture's size) instead of chunked transfer encoding."
 
@@ -84,6 +86,9 @@ class CaptureServer:
                         route.reached.set()
                         route.release.wait(HOLD_TIMEOUT_S)
                     size = route.chunk
+                    if route.by_event:
+                        end = data.find(b"\n\n", sent)
+                        size = (end + 2 - sent) if end >= 0 else len(data) - sent
                     if route.hold_at is not None and sent < route.hold_at:
                         size = min(size, route.hold_at - sent)
                     if route.drop_after is not None:

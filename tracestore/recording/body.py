@@ -337,7 +337,11 @@ class BodyRecording:
         from tracestore.recording.turn import AttemptHandle, current_turn
 
         turn, problem = current_turn(), None
-        given = None if turn is not None and self.trace is None else self.trace_for_attempt()
+        given = self.trace
+        if callable(given) and turn is None:  # a factory: its trace is opened by the writer
+            return AttemptHandle(attempt, given, None), None
+        if callable(given):
+            given = given()
         if turn is not None:
             if given is not None and (given.trace_id != turn.trace_id
                                       or given.recorder is not turn.recorder):
@@ -355,7 +359,7 @@ class BodyRecording:
         handle = AttemptHandle(attempt, trace, turn) if trace is not None else None
         with self.state_lock:
             retry_of = turn.previous_id() if turn is not None else \
-                self._assigned.get(getattr(trace, "trace_id", None))
+                self._assigned.get(trace.trace_id if trace is not None else None)
             if handle is not None:
                 self._assigned[handle.trace_id] = handle.attempt_id
                 if turn is not None:

@@ -91,10 +91,24 @@ class AttemptHandle:
     """The attempt of one streamed response, known before its first byte is read."""
 
     def __init__(self, body: Any, trace: Any, turn: Turn | None) -> None:
-        self._body, self.trace, self.turn = body, trace, turn
-        self.trace_id: str = trace.trace_id
-        self.recorder = trace.recorder
+        """``trace`` is a ``TraceRecorder`` or a factory of one, called once when the trace
+        is first needed (by the writer, so a new trace is never opened in the app's thread)."""
+        self._body, self._trace, self.turn = body, trace, turn
         self.attempt_id = f"att-{uuid.uuid4().hex[:16]}"
+
+    @property
+    def trace(self) -> Any:
+        if callable(self._trace):
+            self._trace = self._trace()
+        return self._trace
+
+    @property
+    def trace_id(self) -> str:
+        return self.trace.trace_id
+
+    @property
+    def recorder(self) -> Any:
+        return self.trace.recorder
 
     def destination(self, destination: str, text: str) -> None:
         """Record what the application wrote for this response, after every byte of it the
