@@ -7,7 +7,12 @@ recorded / plain, and how long after the request the writer thread had recorded 
 figures depend on the machine (SQLite commits cost a disk sync each).
 
     .venv/bin/python bench/recorder.py [--rounds 20] [--capture PATH] [--db PATH]
-        [--pace-ms MS --server-chunk BYTES]
+        [--pace-ms MS --server-chunk BYTES] [--chat [--by-event]]
+
+``--chat`` streams a Chat Completions capture through the real ``openai`` client
+(``chat.completions.create(stream=True)`` iterated to the end: the SDK stops at ``[DONE]``
+and closes the response), with and without the recording transport; ``--by-event`` makes
+the server send one SSE event per chunk (the smallest chunks a provider sends).
 
 By default the server sends the capture as fast as it can in 64 KiB chunks (the
 application reads a burst: the case where recording competes hardest with it).
@@ -30,6 +35,18 @@ from capture_server import CaptureServer, route_for  # noqa: E402
 
 CHUNK = 64 * 1024
 DEFAULT_CAPTURE = REPO / "fixtures/real/openai-responses/reasoning-summary-o3-mini.sse"
+CHAT_CAPTURE = REPO / "fixtures/real/openai-chat/tool-call-include-usage-gpt-4o-mini.sse"
+
+
+def one_chat(client) -> tuple[float, float]:
+    """One Chat Completions stream read through the openai SDK, as an application does."""
+    start = time.perf_counter()
+    first = None
+    for _ in client.chat.completions.create(model="gpt-4o-mini", stream=True,
+                                            messages=[{"role": "user", "content": "x"}]):
+        if first is None:
+            first = time.perf_counter() - start
+    return time.perf_counter() - start, first or 0.0
 
 
 def one_request(client, url: str) -> tuple[float, float]:
@@ -51,7 +68,13 @@ def main() -> None:
                         help="server waits this long between chunks (default 0: a burst)")
     parser.add_argument("--server-chunk", type=int, default=CHUNK,
                         help="bytes per chunk the server sends (default 65536)")
+    parser.add_argument("--chat", action="store_true",
+                        help="Chat Completions through the openai client")
+    parser.add_argument("--by-event", action="store_true",
+                        help="the server sends one SSE event per chunk")
     args = parser.parse_args()
+    if args.chat and args.capture == DEFAULT_CAPTURE:
+        args.capture = CHAT_CAPTURE
 
     import httpx2
 
@@ -61,15 +84,24 @@ def main() -> None:
     folder = tempfile.mkdtemp(prefix="ts-bench-recorder-")
     db = args.db or Path(folder) / "bench.db"
     with CaptureServer() as server, Recorder(f"sqlite:///{db}") as rec:
-        server.routes["/v1/responses"] = route_for(args.capture, chunk=args.server_chunk,
-                                                   pace=args.pace_ms / 1000)
-        url = f"{server.url}/v1/responses"
+        path = "/v1/chat/completions" if args.chat else "/v1/responses"
+        server.routes[path] = route_for(args.capture, chunk=args.server_chunk,
+                                        pace=args.pace_ms / 1000, by_event=args.by_event)
+        url = f"{server.url}{path}"
         plain = httpx2.Client()
         counter = iter(range(10**9))
         # One trace per request, as one question per trace: a trace's decisions are judged
         # over its own events only.
         transport = RecordingTransport(lambda: rec.trace(f"bench-{next(counter)}"))
         recorded = httpx2.Client(transport=transport)
+        if args.chat:
+            import openai
+
+            plain, recorded = (openai.OpenAI(api_key="bench", base_url=f"{server.url}/v1",
+                                             max_retries=0, http_client=c)
+                               for c in (plain, recorded))
+            global one_request
+            one_request = lambda client, _url: one_chat(client)  # noqa: E731
         times: dict[str, list[tuple[float, float]]] = {"plain": [], "recorded": []}
         one_request(plain, url), one_request(recorded, url)  # warm both paths
         settled: list[float] = []
@@ -82,7 +114,9 @@ def main() -> None:
         assert not transport.failures, transport.failures
     size = args.capture.stat().st_size
     print(f"capture {args.capture.name} ({size} bytes), {args.rounds} rounds, {CHUNK} B reads"
-          f"; server sends {args.server_chunk} B chunks"
+          + (" through openai chat.completions" if args.chat else "")
+          + ("; server sends one SSE event per chunk" if args.by_event else
+             f"; server sends {args.server_chunk} B chunks")
           + (f" every {args.pace_ms:g} ms" if args.pace_ms else " as fast as it can"))
     medians = {}
     for mode, samples in times.items():

@@ -32,6 +32,10 @@ class Route:
     "Set when the body reached ``hold_at``."
     pace: float = 0.0
     "Seconds to wait between chunks (a provider producing tokens), 0: as fast as possible."
+    by_event: bool = False
+    "Send one chunk per SSE event (each ends at a blank line), ``chunk`` ignored."
+    content_length: bool = False
+    "Send a content-length body (the capture's size) instead of chunked transfer encoding."
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".bin": "application/vnd.amazon.eventstream",
@@ -68,7 +72,10 @@ class CaptureServer:
                     return
                 self.send_response(200)
                 self.send_header("content-type", route.content_type)
-                self.send_header("transfer-encoding", "chunked")
+                if route.content_length:
+                    self.send_header("content-length", str(len(route.capture)))
+                else:
+                    self.send_header("transfer-encoding", "chunked")
                 self.end_headers()
                 self._body(route)
 
@@ -79,6 +86,9 @@ class CaptureServer:
                         route.reached.set()
                         route.release.wait(HOLD_TIMEOUT_S)
                     size = route.chunk
+                    if route.by_event:
+                        end = data.find(b"\n\n", sent)
+                        size = (end + 2 - sent) if end >= 0 else len(data) - sent
                     if route.hold_at is not None and sent < route.hold_at:
                         size = min(size, route.hold_at - sent)
                     if route.drop_after is not None:
@@ -89,17 +99,19 @@ class CaptureServer:
                             self.close_connection = True
                             return
                     piece = data[sent:sent + size]
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                    self.wfile.write(piece if route.content_length
+                                     else b"%x\r\n%s\r\n" % (len(piece), piece))
                     self.wfile.flush()
                     sent += len(piece)
                     if route.pace:
                         time.sleep(route.pace)
-                self.wfile.write(b"0\r\n\r\n")
+                if not route.content_length:
+                    self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:

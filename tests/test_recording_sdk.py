@@ -484,3 +484,150 @@ def test_asyncio_tasks_a_retry_while_the_first_still_delivers_supersedes_it(
     from tracestore.projections.destinations import audit
 
     assert audit(events, trace_id="q").violations == ()
+
+
+CHAT_CAPTURES = sorted((REAL / "openai-chat").glob("*.sse"))
+CHAT = REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse"
+
+
+def drains_of(rec: Recorder, attempt_id: str) -> list:
+    return [e.event for e in rec.store.read(attempt_id=attempt_id)
+            if e.type == "transport.drained"]
+
+
+def ingested_drain(path: Path) -> str:
+    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="x", trace_id="x")
+    return next(e.event.outcome for e in plan.events if e.event.type == "transport.drained")
+
+
+@pytest.mark.parametrize("capture", CHAT_CAPTURES, ids=lambda p: p.stem)
+def test_chat_completions_full_read_is_decided_as_ingest_decides_it(rec, server,
+                                                                    capture) -> None:
+    """openai's iterator stops at ``data: [DONE]`` and closes the response itself: that is
+    the end of the stream as the SDK ends it, not the user's Stop (issue 18)."""
+    server.routes["/v1/chat/completions"] = route_for(capture, chunk=64)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = openai_client(server, transport)
+    try:
+        for _ in client.chat.completions.create(model="gpt-5", stream=True,
+                                                messages=[{"role": "user", "content": "x"}]):
+            pass
+    except Exception:  # noqa: BLE001 - an error event after 200 is raised by the SDK
+        pass
+    transport.flush()
+    (attempt,) = transport.attempts
+    frames, expected = ingested(capture, {"answer_patterns": ["."]})
+    assert frames_of(rec, attempt.attempt_id) == frames
+    recorded = attempt.decision()
+    assert (recorded.status, recorded.reasons, recorded.answer) == (
+        expected.status, expected.reasons, expected.answer)
+    (drained,) = drains_of(rec, attempt.attempt_id)
+    assert drained.outcome == ingested_drain(capture)
+    types = [e.type for e in rec.store.read(attempt_id=attempt.attempt_id)]
+    assert "local.stopped" not in types
+
+
+def test_chat_completions_full_read_is_released_with_a_clean_drain(rec, server) -> None:
+    server.routes["/v1/chat/completions"] = route_for(CHAT, chunk=64)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = openai_client(server, transport)
+    text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(
+        model="gpt-5", stream=True, messages=[{"role": "user", "content": "x"}]) if c.choices)
+    transport.flush()
+    (attempt,) = transport.attempts
+    decision = attempt.decision()
+    assert (decision.status, decision.answer) == ("released", text)
+    (drained,) = drains_of(rec, attempt.attempt_id)
+    assert drained.outcome == "clean"
+    assert drained.detail == ("closed by the application after the native terminal; body "
+                              "bytes unread not known (chunked body: at least its last chunk)")
+
+
+def test_chat_completions_close_before_the_terminal_is_a_stop_at_that_byte(rec,
+                                                                           server) -> None:
+    route = server.routes["/v1/chat/completions"] = route_for(CHAT, chunk=64, hold_at=1200)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = openai_client(server, transport)
+    stream = client.chat.completions.create(model="gpt-5", stream=True,
+                                            messages=[{"role": "user", "content": "x"}])
+    for _ in stream:
+        break
+    stream.close()
+    route.release.set()
+    transport.flush()
+    (attempt,) = transport.attempts
+    decision = attempt.decision()
+    assert (decision.status, decision.reasons) == ("stopped", ("local_stop_before_release",))
+    events = rec.store.read(attempt_id=attempt.attempt_id)
+    (drained,) = drains_of(rec, attempt.attempt_id)
+    assert drained.outcome == "eof"
+    assert drained.detail == "closed by the application before the native terminal"
+    segments = [e.event for e in events if e.type == "capture.segment"]
+    assert segments[-1].offset + segments[-1].size <= 1200  # the bytes it had, no more
+
+
+def test_a_stream_dropped_without_close_is_recorded_when_collected(rec, server) -> None:
+    """``break`` without close or ``with``: once the stream object is garbage-collected the
+    attempt is a Stop (no terminal had arrived), the drain's detail says so."""
+    route = server.routes["/v1/chat/completions"] = route_for(CHAT, chunk=64, hold_at=1200)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = openai_client(server, transport)
+    stream = client.chat.completions.create(model="gpt-5", stream=True,
+                                            messages=[{"role": "user", "content": "x"}])
+    for _ in stream:
+        break
+    del stream
+    gc.collect()
+    route.release.set()
+    transport.flush()
+    (attempt,) = transport.attempts
+    decision = attempt.decision()
+    assert (decision.status, decision.reasons) == ("stopped", ("local_stop_before_release",))
+    (drained,) = drains_of(rec, attempt.attempt_id)
+    assert (drained.outcome, drained.detail) == (
+        "eof", "the application dropped the response without closing it, before the "
+               "native terminal (garbage-collected)")
+
+
+def test_a_content_length_body_closed_after_the_terminal_says_how_much_was_unread(
+        rec, server) -> None:
+    server.routes["/v1/chat/completions"] = route_for(CHAT, chunk=64, content_length=True)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = openai_client(server, transport)
+    for _ in client.chat.completions.create(model="gpt-5", stream=True,
+                                            messages=[{"role": "user", "content": "x"}]):
+        pass
+    transport.flush()
+    (attempt,) = transport.attempts
+    assert attempt.decision().status == "released"
+    (drained,) = drains_of(rec, attempt.attempt_id)
+    assert drained.outcome == "clean"
+    assert drained.detail in (  # the SDK may have asked for the empty end of the body
+        None, "closed by the application after the native terminal; 0 body bytes unread")
+
+
+def test_a_stream_dropped_after_the_terminal_is_a_clean_drain(rec, server) -> None:
+    """Anthropic's iterator leaves the body after ``message_stop`` unread when the app
+    breaks right there; dropping the stream then is a clean drain naming how it ended."""
+    server.routes["/v1/messages"] = route_for(ANTHROPIC, chunk=4096)
+    transport = RecordingTransport(rec.trace("q", task={"answer_patterns": ["."]}))
+    client = anthropic_client(server, transport)
+    stream = client.messages.create(model="m", max_tokens=9, stream=True,
+                                    messages=[{"role": "user", "content": "x"}])
+    for event in stream:
+        if event.type == "message_stop":
+            break
+    del stream, event
+    gc.collect()
+    transport.flush()
+    (attempt,) = transport.attempts
+    assert attempt.decision().status == "released"
+    (drained,) = drains_of(rec, attempt.attempt_id)
+    assert drained.outcome == "clean"
+    # anthropic's generator closes the response when it is collected (the SDK's close), or
+    # the body object goes unclosed (the recorder's finalizer): both after the terminal.
+    unread = "body bytes unread not known (chunked body: at least its last chunk)"
+    assert drained.detail in (
+        None, f"closed by the application after the native terminal; {unread}",
+        "the application dropped the response without closing it, after the native "
+        f"terminal (garbage-collected); {unread}")

@@ -111,3 +111,13 @@ class ReviewSignatureInvalid(StoreError):
     def __init__(self, message: str, *, position: int, **context: Any) -> None:
         super().__init__(message, position=position, **context)
         self.position = position
+
+
+# issue 18: the per-response handle and turn scopes of live recording.
+class RecordingScopeError(InputError):
+    """A turn scope or attempt handle used in a way that would make the trace ambiguous:
+    ``ambiguous_turn`` (nested turn scopes, a turn and a transport naming other traces),
+    ``foreign_attempt`` (a handle of another recorder or store), ``not_recorded`` (an
+    object no recording transport produced).  Nothing is written."""
+
+    code = "recording_scope"

@@ -14,6 +14,9 @@ _EXPORTS = {
     "TraceRecorder": "tracestore.recording.recorder",
     "AttemptRecorder": "tracestore.recording.recorder",
     "LiveCapture": "tracestore.recording.stream",
+    "Turn": "tracestore.recording.turn",
+    "AttemptHandle": "tracestore.recording.turn",
+    "attempt_of": "tracestore.recording.turn",
 }
 
 

@@ -39,6 +39,8 @@ class BodyRecordingBody:
 
     def __init__(self, raw: Any, attempt: BodyAttempt) -> None:
         self._raw, self._attempt = raw, attempt
+        self.tracestore_handle = attempt.handle  # ``turn.attempt_of(response)`` finds it
+        attempt.watch(self)
 
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
         with self._attempt.reading():
@@ -52,6 +54,14 @@ class BodyRecordingBody:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)
+
+
+def _raw_size(raw: Any) -> int | None:
+    """The body's content-length from urllib3's response under botocore's body, if any."""
+    headers = getattr(getattr(raw, "_raw_stream", None), "headers", None) or {}
+    from tracestore.recording.httpx_capture import body_size
+
+    return body_size(headers) if hasattr(headers, "get") else None
 
 
 class BedrockRecording(BodyRecording):
@@ -73,7 +83,7 @@ class BedrockRecording(BodyRecording):
             return
         settings = context.get("tracestore_settings", {"endpoint": "converse-stream"})
         attempt = self.track(BodyAttempt(self, "bedrock-converse-stream", "aws-eventstream",
-                                      settings))
+                                         settings, _raw_size(raw)))
         stream._raw_stream = BodyRecordingBody(raw, attempt)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,13 +37,18 @@ class BodyAttempt:
     """
 
     def __init__(self, owner: BodyRecording, api: str, framing: str | None,
-                 settings: dict[str, Any]) -> None:
+                 settings: dict[str, Any], expected_size: int | None = None) -> None:
         self.owner, self.api, self.framing, self.settings = owner, api, framing, settings
+        self.expected_size = expected_size
+        "The body's length when the response said it (content-length), else None."
+        self.received_bytes = 0
         self.recorder: Any = None
         self.pending: bytes | None = None
         self.closing = False
         self.finished = False
         self.dead = False
+        self.handle, self.retry_of = owner.assign(self)
+        "This response's attempt (``turn.AttemptHandle``), fixed in the app's own context."
 
     def _guard(self, action: Callable[[], Any]) -> None:
         if self.dead:
@@ -56,16 +62,28 @@ class BodyAttempt:
     def _open(self) -> None:
         if self.recorder is None:
             self.owner.flush_others(self)
-            trace = self.owner.trace_for_attempt()
-            self.recorder = trace.attempt(api=self.api, framing=self.framing,
-                                          retry_of=self.owner.previous(trace),
+            trace = self.handle.trace
+            retry_of = self.retry_of if self.owner.was_opened(self.retry_of) \
+                else self.owner.previous(trace)
+            self.recorder = trace.attempt(self.handle.attempt_id, api=self.api,
+                                          framing=self.framing, retry_of=retry_of,
                                           request=self.settings)
             self.owner.opened(trace, self.recorder)
+
+    def later_call(self, action: Callable[[Any], Any]) -> None:
+        """Run ``action(recorder)`` after every byte the application received so far is
+        recorded, in the writer's order (the handle's destination writes)."""
+        def work() -> None:
+            self.flush()
+            self._guard(lambda: (self._open(), action(self.recorder)))
+
+        self.owner.submit(work)
 
     def received(self, chunk: bytes) -> None:
         """The app got ``chunk``.  In the background, it is queued for the writer now; in
         the foreground, the one before it is recorded now (after the app had it)."""
         chunk = bytes(chunk)
+        self.received_bytes += len(chunk)
         if self.owner.background:
             self.owner.submit(Chunk(self, chunk))
             return
@@ -131,9 +149,51 @@ class BodyAttempt:
         self._end(lambda: self.recorder.drain(outcome, detail))
 
     def closed_early(self) -> None:
-        self._end(lambda: self.recorder.stop(by="application"),
-                  lambda: self.recorder.drain(
-                      "eof", "closed by the application before the body ended"))
+        """The application closed the body before reading it to its end: after the native
+        terminal that is the stream's end as the SDK ends it (a clean drain), before it the
+        user's Stop at the last byte received."""
+        self._closed_at(self.received_bytes, "closed by the application {} the native "
+                        "terminal")
+
+    def watch(self, body: object) -> None:
+        """Record ``dropped`` when the application lets ``body`` go without closing it."""
+        finalizer = weakref.finalize(body, self.dropped)
+        finalizer.atexit = False  # a process exiting mid-stream leaves a pending prefix
+
+    def dropped(self) -> None:
+        """The body was garbage-collected unclosed.  The collector may run this in any
+        thread, holding any lock: the ending is handed to a fresh thread, never waited for
+        here (``flush`` waits for it)."""
+        if self.closing:
+            return
+        size = self.received_bytes
+        self.owner.later(lambda: self._closed_at(
+            size, "the application dropped the response without closing it, {} the native "
+                  "terminal (garbage-collected)"))
+
+    def _closed_at(self, size: int, how: str) -> None:
+        """The body ended unread at byte ``size``: a clean drain naming ``how`` and the bytes
+        left unread when the native terminal had arrived, else a Stop and drain ``eof``."""
+        if self.expected_size is not None:
+            unread = f"{max(self.expected_size - size, 0)} body bytes unread"
+        else:
+            unread = "body bytes unread not known (chunked body: at least its last chunk)"
+
+        def stop() -> None:
+            if not self._terminal_seen():
+                self.recorder.stop(by="application")
+
+        def drain() -> None:
+            if self._terminal_seen():
+                self.recorder.drain(note=f"{how.format('after')}; {unread}")
+            else:
+                self.recorder.drain("eof", how.format("before"))
+
+        self._end(stop, drain)
+
+    def _terminal_seen(self) -> bool:
+        capture = getattr(self.recorder, "capture", None)
+        return bool(getattr(capture, "ended_natively", False))
 
 
 class BodyRecording:
@@ -157,6 +217,9 @@ class BodyRecording:
         self.live: set[BodyAttempt] = set()
         self.lock = threading.RLock()
         self._last: dict[str, str] = {}
+        self._later: list[threading.Thread] = []
+        self._assigned: dict[str | None, str] = {}  # trace id → newest attempt id assigned
+        self._opened: set[str] = set()
         self.writer = Writer(self.lock, self.state_lock)
         self.writer.on_failure = self._batch_failed
 
@@ -168,6 +231,13 @@ class BodyRecording:
             attempt.dead = True
         self.failed(exc)
 
+    def later(self, work: Callable[[], Any]) -> None:
+        """Run ``work`` in a fresh thread (from a finalizer: no lock may be taken there);
+        ``flush`` waits for it."""
+        thread = threading.Thread(target=work, daemon=True, name="tracestore-dropped")
+        self._later.append(thread)
+        thread.start()
+
     def submit(self, work: Callable[[], Any]) -> None:
         """Run recorder ``work`` in order: queued for the writer thread, or right here."""
         if not self.background:
@@ -178,6 +248,8 @@ class BodyRecording:
 
     def flush(self) -> None:
         """Wait until everything the application received so far is recorded."""
+        while self._later:
+            self._later.pop(0).join(30)
         if self.background:
             self.writer.flush()
 
@@ -187,6 +259,48 @@ class BodyRecording:
     def trace_for_attempt(self) -> Any:
         """The trace a new attempt joins: the one given, or a fresh one from the factory."""
         return self.trace() if callable(self.trace) else self.trace
+
+    def assign(self, attempt: BodyAttempt) -> tuple[Any, str | None]:
+        """The handle and the retried attempt of a new response, in the application's own
+        context (its turn scope) when the response's headers arrive."""
+        from tracestore.errors import RecordingScopeError
+        from tracestore.recording.turn import AttemptHandle, current_turn
+
+        turn, problem = current_turn(), None
+        given = self.trace
+        if callable(given) and turn is None:  # a factory: its trace is opened by the writer
+            return AttemptHandle(attempt, given, None), None
+        if callable(given):
+            given = given()
+        if turn is not None:
+            if given is not None and (given.trace_id != turn.trace_id
+                                      or given.recorder is not turn.recorder):
+                problem = RecordingScopeError(
+                    f"a response streamed in turn {turn.trace_id!r} through a transport "
+                    f"recording trace {given.trace_id!r}: not recorded (ambiguous)",
+                    code="ambiguous_turn", trace_id=turn.trace_id)
+            trace = turn.trace
+        elif given is None:
+            problem, trace = RecordingScopeError(
+                "a response streamed outside any turn through a transport given no trace: "
+                "not recorded (use `with rec.turn(...)`)", code="ambiguous_turn"), None
+        else:
+            trace = given
+        handle = AttemptHandle(attempt, trace, turn) if trace is not None else None
+        with self.state_lock:
+            retry_of = turn.previous_id() if turn is not None else \
+                self._assigned.get(trace.trace_id if trace is not None else None)
+            if handle is not None:
+                self._assigned[handle.trace_id] = handle.attempt_id
+                if turn is not None:
+                    turn.attempts.append(handle)
+        if problem is not None:
+            attempt.dead = True
+            self.failed(problem)
+        return handle, retry_of
+
+    def was_opened(self, attempt_id: str | None) -> bool:
+        return attempt_id is not None and attempt_id in self._opened
 
     def track(self, attempt: BodyAttempt) -> BodyAttempt:
         with self.state_lock:
@@ -205,6 +319,7 @@ class BodyRecording:
 
     def opened(self, trace: Any, attempt: Any) -> None:
         self._last[trace.trace_id] = attempt.attempt_id
+        self._opened.add(attempt.attempt_id)
         self.attempts.append(attempt)
 
     def failed(self, exc: TracestoreError) -> None:

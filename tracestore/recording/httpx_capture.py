@@ -93,9 +93,21 @@ def _framing(response: Any) -> str | None:
     return _STREAM_TYPES.get(ctype)
 
 
+def body_size(headers: Any) -> int | None:
+    """The body's length in bytes as read, when the response says it (no content-encoding:
+    a compressed body is read decoded, so its content-length is not what the app reads)."""
+    if headers.get("content-encoding", "identity").lower() not in ("", "identity"):
+        return None
+    try:
+        size = int(headers.get("content-length", ""))
+    except ValueError:
+        return None
+    return size if size >= 0 else None
+
+
 def attempt_for(owner: BodyRecording, request: Any, response: Any) -> BodyAttempt:
     return owner.track(BodyAttempt(owner, api_for_path(request.url.path), _framing(response),
-                                request_settings(request)))
+                                request_settings(request), body_size(response.headers)))
 
 
 def _default_http() -> Any:
@@ -117,6 +129,8 @@ def _classes(http: Any) -> tuple[type, type]:
     class SyncBody(http.SyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
+            self.tracestore_handle = attempt.handle  # ``turn.attempt_of(stream)`` finds it
+            attempt.watch(self)
 
         def __iter__(self) -> Iterator[bytes]:
             with self._attempt.reading():
@@ -131,6 +145,8 @@ def _classes(http: Any) -> tuple[type, type]:
     class AsyncBody(http.AsyncByteStream):  # type: ignore[misc,name-defined]
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
+            self.tracestore_handle = attempt.handle  # ``turn.attempt_of(stream)`` finds it
+            attempt.watch(self)
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             with self._attempt.reading():
@@ -188,10 +204,12 @@ def _classes(http: Any) -> tuple[type, type]:
     return Sync, Async
 
 
-def RecordingTransport(trace: Any, inner: Any = None, *, http: Any = None,  # noqa: N802
+def RecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
                        background: bool = True) -> Any:
     """A sync transport recording streaming bodies into ``trace`` (a ``TraceRecorder``, or
-    a no-argument callable returning the trace for each new streamed response).
+    a no-argument callable returning the trace for each new streamed response), or, with
+    no trace, into the trace of the turn scope each response is streamed in
+    (``with rec.turn(...)``; ``turn.attempt_of(stream)`` is a response's attempt).
 
     ``http`` is the module the client is built on (``httpx2`` by default when installed,
     else ``httpx``); ``inner`` the transport that really sends (default: the module's own).
@@ -203,7 +221,7 @@ def RecordingTransport(trace: Any, inner: Any = None, *, http: Any = None,  # no
     return _classes(http or _default_http())[0](trace, inner, background)
 
 
-def AsyncRecordingTransport(trace: Any, inner: Any = None, *, http: Any = None,  # noqa: N802
+def AsyncRecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
                             background: bool = True) -> Any:
     """The asyncio twin of :func:`RecordingTransport`."""
     return _classes(http or _default_http())[1](trace, inner, background)

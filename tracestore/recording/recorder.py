@@ -157,6 +157,13 @@ class Recorder:
             self.store.append_with(build)
         return TraceRecorder(self, trace_id)
 
+    def turn(self, trace_id: str, **trace_options: Any) -> Any:
+        """``with rec.turn(id, task=…) as turn:`` — every response streamed through a
+        recording transport inside is an attempt of that trace (``recording/turn.py``)."""
+        from tracestore.recording.turn import Turn
+
+        return Turn(self, trace_id, trace_options)
+
     def close(self) -> None:
         if self._owns_store:
             self.store.close()
@@ -252,9 +259,11 @@ class AttemptRecorder:
                                        observed_at=_now())])
             self._decide()
 
-    def drain(self, outcome: str | None = None, detail: str | None = None) -> str:
+    def drain(self, outcome: str | None = None, detail: str | None = None, *,
+              note: str | None = None) -> str:
         """The transport ended: ``clean``/``eof`` as the bytes show (default), or the
-        ``error``/``reset`` the application saw.  Returns the outcome recorded."""
+        ``error``/``reset`` the application saw.  ``note`` is added to the detail the bytes
+        show (how the application ended the body).  Returns the outcome recorded."""
         if outcome is not None and outcome not in DRAIN_OUTCOMES:
             raise InputError(f"drain outcome {outcome!r} is not one of "
                              f"{', '.join(DRAIN_OUTCOMES)}", code="unknown_drain")
@@ -267,6 +276,8 @@ class AttemptRecorder:
             shown, shown_detail = self.capture.drain_as_shown()
             outcome = outcome or shown
             detail = detail if detail is not None else shown_detail
+            if note:
+                detail = f"{detail}; {note}" if detail else note
             drained = TransportDrained(attempt_id=self.attempt_id, outcome=outcome,  # type: ignore[arg-type]
                                        detail=detail, reader=self.reader, observed_at=_now())
             self._write(result, final=True, tail=[drained])

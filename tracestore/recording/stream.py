@@ -91,6 +91,8 @@ class LiveCapture:
         self._hash = hashlib.sha256()
         self.size = 0
         self.terminal_seen = False
+        self.error_ending: tuple[LiveFrame, Any] | None = None
+        "The native error frame the bytes so far end with (keepalives after it skipped)."
         self.truncation: Truncation | None = None
         self.closed = False
         self._error: TracestoreError | None = None
@@ -124,8 +126,19 @@ class LiveCapture:
             return "eof", (f"input ended inside a frame at byte {self.truncation.offset} "
                            f"({self.truncation.code})")
         if not self.terminal_seen:
+            if self.error_ending is not None:  # the same rule as ingest's capture_drain
+                frame, error = self.error_ending
+                name = getattr(error, "error_code", None) or getattr(error, "native_type", None)
+                return "clean", (f"input ended after the native error frame {name} "
+                                 f"(frame {frame.index} at byte {frame.offset})")
             return "eof", "input ended before the native terminal"
         return "clean", None
+
+    @property
+    def ended_natively(self) -> bool:
+        """Whether the bytes so far end the stream as the provider ends it: after its native
+        terminal, or with a native error frame."""
+        return self.terminal_seen or self.error_ending is not None
 
     # -- internals -------------------------------------------------------------------
     def _usable(self) -> None:
@@ -211,10 +224,14 @@ class LiveCapture:
             self._normalizer = make_normalizer(self.api or "")
         frames = []
         for frame, name, native in self._held:
-            kinds = tuple(o.kind for o in self._normalizer.feed(native, name))
+            observations = self._normalizer.feed(native, name)
+            kinds = tuple(o.kind for o in observations)
             self.terminal_seen = self.terminal_seen or "terminal" in kinds
-            frames.append(LiveFrame(self._index, frame.offset, frame.length, name, native,
-                                    kinds))
+            live = LiveFrame(self._index, frame.offset, frame.length, name, native, kinds)
+            if not (kinds and all(kind == "keepalive" for kind in kinds)):
+                self.error_ending = (live, observations[-1]) \
+                    if kinds and kinds[-1] == "error" else None
+            frames.append(live)
             self._index += 1
         self._held = []
         return frames

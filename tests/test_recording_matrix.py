@@ -1,0 +1,475 @@
+"""The SDK usage-pattern matrix (issue 18, item 3): real clients against the local server
+replaying real captures byte for byte.
+
+* every real capture with a matching SDK route, read to the end through that SDK: the same
+  frames, drain outcome and decision as ``ingest`` of the file;
+* each SDK API × pattern (full read, full read then close, ``with`` block, early break +
+  close, early break without close, an exception of the app inside its loop, the server
+  dropping the connection mid-body, a retry in a second thread while the first delivers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+import pytest
+
+from tracestore import Recorder
+from tracestore.events import CaptureSegment, FrameReceived, TaskRule
+from tracestore.ingest import plan_ingest
+from tracestore.projections.release import decide_release
+from tracestore.recording.httpx_capture import AsyncRecordingTransport, RecordingTransport
+
+from capture_server import CaptureServer, route_for
+from conftest import FIXTURES
+
+REAL = FIXTURES / "real"
+TASK = {"answer_patterns": ["."]}
+MSG = [{"role": "user", "content": "x"}]
+GEMINI_PATH = "gemini-2.0-flash:streamGenerateContent"  # matched as a suffix
+
+
+@pytest.fixture
+def rec(tmp_path: Path):
+    with Recorder(f"sqlite:///{tmp_path / 'matrix.db'}") as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def _server():
+    with CaptureServer() as running:
+        yield running
+
+
+@pytest.fixture
+def server(_server):
+    _server.routes.clear()
+    yield _server
+    for route in _server.routes.values():
+        route.release.set()
+    gc.collect()  # finalize the streams left early while every module is whole
+
+
+# -- the SDK APIs ---------------------------------------------------------------------------
+def _openai(server, transport, aio=False):
+    import openai
+
+    cls, client = (openai.AsyncOpenAI, httpx.AsyncClient) if aio else (openai.OpenAI,
+                                                                      httpx.Client)
+    return cls(api_key="t", base_url=f"{server.url}/v1", max_retries=0,
+               http_client=client(transport=transport))
+
+
+def _anthropic(server, transport, aio=False):
+    import anthropic
+
+    cls, client = (anthropic.AsyncAnthropic, httpx.AsyncClient) if aio else (
+        anthropic.Anthropic, httpx.Client)
+    return cls(api_key="t", base_url=server.url, max_retries=0,
+               http_client=client(transport=transport))
+
+
+def _gemini(server, transport, aio=False):
+    from google import genai
+    from google.genai import types
+
+    client = (httpx.AsyncClient if aio else httpx.Client)(transport=transport)
+    key = "httpx_async_client" if aio else "httpx_client"
+    return genai.Client(api_key="t", http_options=types.HttpOptions(
+        base_url=server.url, **{key: client}))
+
+
+@dataclass(frozen=True)
+class Api:
+    """One SDK API: ``start(server, transport)`` returns (stream, close); the stream is
+    iterable (sync).  ``helper``: a stream manager that must be entered (``with``)."""
+
+    name: str
+    route: str
+    captures: tuple[Path, ...]
+    start: Callable[[Any, Any], tuple[Iterable[Any], Callable[[], None]]]
+    helper: bool = False
+
+
+def _chat(server, transport):
+    s = _openai(server, transport).chat.completions.create(model="m", stream=True,
+                                                           messages=MSG)
+    return s, s.close
+
+
+def _chat_helper(server, transport):
+    manager = _openai(server, transport).chat.completions.stream(model="m", messages=MSG)
+    s = manager.__enter__()
+    return s, lambda: manager.__exit__(None, None, None)
+
+
+def _responses(server, transport):
+    s = _openai(server, transport).responses.create(model="m", input="x", stream=True)
+    return s, s.close
+
+
+def _responses_helper(server, transport):
+    manager = _openai(server, transport).responses.stream(model="m", input="x")
+    s = manager.__enter__()
+    return s, lambda: manager.__exit__(None, None, None)
+
+
+def _messages(server, transport):
+    s = _anthropic(server, transport).messages.create(model="m", max_tokens=9, stream=True,
+                                                      messages=MSG)
+    return s, s.close
+
+
+def _messages_helper(server, transport):
+    manager = _anthropic(server, transport).messages.stream(model="m", max_tokens=9,
+                                                            messages=MSG)
+    s = manager.__enter__()
+    return s, lambda: manager.__exit__(None, None, None)
+
+
+def _gemini_stream(server, transport):
+    s = _gemini(server, transport).models.generate_content_stream(model="gemini-2.0-flash",
+                                                                  contents="x")
+    return s, s.close
+
+
+def _converse(server, transport):
+    import boto3
+
+    from tracestore.recording.bedrock_capture import record_bedrock
+
+    if transport.bedrock is None:  # one client and recording per session, as an app has
+        transport.bedrock_client = boto3.client(
+            "bedrock-runtime", region_name="us-east-1", endpoint_url=server.url,
+            aws_access_key_id="t", aws_secret_access_key="t")
+        transport.bedrock = record_bedrock(transport.bedrock_client, transport.trace)
+    client = transport.bedrock_client
+    response = client.converse_stream(modelId="amazon.nova-micro-v1:0", messages=[])
+    return response["stream"], response["stream"].close
+
+
+def _sse(folder: str) -> tuple[Path, ...]:
+    return tuple(sorted((REAL / folder).glob("*.sse")))
+
+
+CHAT = _sse("openai-chat")
+RESPONSES = _sse("openai-responses")
+ANTHROPIC = _sse("anthropic")
+GEMINI = tuple(p for p in _sse("gemini"))
+BEDROCK = tuple(sorted((REAL / "bedrock").glob("*.bin")))
+
+APIS = [
+    Api("openai-chat", "/v1/chat/completions", CHAT, _chat),
+    Api("openai-chat-stream-helper", "/v1/chat/completions", CHAT, _chat_helper, True),
+    Api("openai-responses", "/v1/responses", RESPONSES, _responses),
+    Api("openai-responses-stream-helper", "/v1/responses", RESPONSES, _responses_helper,
+        True),
+    Api("anthropic-messages", "/v1/messages", ANTHROPIC, _messages),
+    Api("anthropic-messages-stream-helper", "/v1/messages", ANTHROPIC, _messages_helper,
+        True),
+    Api("gemini", GEMINI_PATH, GEMINI, _gemini_stream),
+    Api("bedrock-converse-stream", "/converse-stream", BEDROCK, _converse),
+]
+TEXT = {"openai-chat": REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse",
+        "openai-responses": REAL / "openai-responses" / "text-gpt-4o.sse",
+        "anthropic-messages": REAL / "anthropic" / "text-basic.sse",
+        "gemini": REAL / "gemini" / "sse-text.sse",
+        "bedrock-converse-stream": REAL / "bedrock" / "nova-micro-text.bin"}
+
+
+def text_capture(api: Api) -> Path:
+    return TEXT[api.name.replace("-stream-helper", "")]
+
+
+class Session:
+    """A transport (or boto3 recording) and the attempts it recorded."""
+
+    def __init__(self, rec: Recorder, server: CaptureServer) -> None:
+        self.rec, self.server = rec, server
+        self.transport = RecordingTransport(rec.trace("q", task=TASK))
+        self.transport.bedrock = None
+
+    def start(self, api: Api):
+        return api.start(self.server, self.transport)
+
+    @property
+    def recording(self):
+        return self.transport.bedrock or self.transport
+
+    def attempts(self) -> list[Any]:
+        self.recording.flush()
+        return list(self.recording.attempts)
+
+
+def frames_of(rec: Recorder, attempt_id: str) -> list[tuple]:
+    out, segment = [], None
+    for stored in rec.store.read(attempt_id=attempt_id):
+        event = stored.event
+        if isinstance(event, CaptureSegment):
+            segment = event
+        elif isinstance(event, FrameReceived):
+            out.append((event.index, event.native, event.kinds, segment.offset + event.offset))
+    return out
+
+
+def ingested(path: Path):
+    from tracestore.store.log import EventStore
+
+    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="x", trace_id="x",
+                       task=TaskRule.model_validate(TASK))
+    frames = [(e.event.index, e.event.native, e.event.kinds, e.event.offset)
+              for e in plan.events if isinstance(e.event, FrameReceived)]
+    drain = next(e.event.outcome for e in plan.events if e.event.type == "transport.drained")
+    with EventStore("sqlite://") as store:
+        store.append(list(plan.events), blob_data=[plan.blob])
+        return frames, drain, decide_release(store.read(), "x")
+
+
+def drain_of(rec: Recorder, attempt_id: str):
+    (drained,) = [e.event for e in rec.store.read(attempt_id=attempt_id)
+                  if e.type == "transport.drained"]
+    return drained
+
+
+def read_all(stream) -> None:
+    try:
+        for _ in stream:
+            pass
+    except Exception:  # noqa: BLE001 - an SDK raising on a native error event is a read too
+        pass
+
+
+def assert_as_ingested(rec: Recorder, attempt: Any, capture: Path) -> None:
+    frames, drain, expected = ingested(capture)
+    assert frames_of(rec, attempt.attempt_id) == frames
+    got = attempt.decision()
+    assert (got.status, got.reasons, got.answer) == (expected.status, expected.reasons,
+                                                     expected.answer)
+    assert drain_of(rec, attempt.attempt_id).outcome == drain
+    assert "local.stopped" not in [e.type for e in rec.store.read(attempt_id=attempt.attempt_id)]
+
+
+# -- the oracle: every capture with a route, full read ----------------------------------------
+CASES = [(api, capture) for api in APIS for capture in api.captures]
+
+
+@pytest.mark.parametrize(("api", "capture"), CASES,
+                         ids=[f"{a.name}-{c.stem}" for a, c in CASES])
+def test_a_full_read_is_what_ingest_of_the_capture_says(rec, server, api, capture) -> None:
+    server.routes[api.route] = route_for(capture, chunk=4096)
+    session = Session(rec, server)
+    stream, close = session.start(api)
+    read_all(stream)
+    close()
+    (attempt,) = session.attempts()
+    assert_as_ingested(rec, attempt, capture)
+
+
+# -- the patterns -------------------------------------------------------------------------
+def _ids(apis):
+    return [a.name for a in apis]
+
+
+@pytest.mark.parametrize("api", APIS, ids=_ids(APIS))
+def test_full_read_then_close_and_with_block_are_clean(rec, server, api) -> None:
+    capture = text_capture(api)
+    server.routes[api.route] = route_for(capture, chunk=512)
+    session = Session(rec, server)
+    stream, close = session.start(api)
+    read_all(stream)
+    close()
+    close()  # closing twice is the app's business, recorded once
+    stream, close = session.start(api)
+    try:
+        with (stream if not api.helper and hasattr(stream, "__enter__") else _closing(close)):
+            read_all(stream)
+    finally:
+        close()
+    first, second = session.attempts()
+    assert_as_ingested(rec, first, capture)
+    frames, drain, _ = ingested(capture)
+    assert frames_of(rec, second.attempt_id) == frames
+    assert drain_of(rec, second.attempt_id).outcome == drain == "clean"
+
+
+class _closing:
+    def __init__(self, close):
+        self.close = close
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _held(api: Api, server: CaptureServer, **options):
+    capture = text_capture(api)
+    route = route_for(capture, chunk=256, hold_at=_half(capture), **options)
+    server.routes[api.route] = route
+    return capture, route
+
+
+def _half(capture: Path) -> int:
+    return capture.stat().st_size // 2
+
+
+def _assert_stopped(rec, attempt, capture) -> None:
+    decision = attempt.decision()
+    assert (decision.status, decision.reasons) == ("stopped", ("local_stop_before_release",))
+    drained = drain_of(rec, attempt.attempt_id)
+    assert drained.outcome == "eof"
+    segments = [e.event for e in rec.store.read(attempt_id=attempt.attempt_id)
+                if e.type == "capture.segment"]
+    assert segments[-1].offset + segments[-1].size <= _half(capture)
+
+
+@pytest.mark.parametrize("api", APIS, ids=_ids(APIS))
+def test_early_break_and_close_is_a_stop(rec, server, api) -> None:
+    capture, route = _held(api, server)
+    session = Session(rec, server)
+    stream, close = session.start(api)
+    for _ in stream:
+        break
+    close()
+    route.release.set()
+    (attempt,) = session.attempts()
+    _assert_stopped(rec, attempt, capture)
+    assert drain_of(rec, attempt.attempt_id).detail == \
+        "closed by the application before the native terminal"
+
+
+def _break_without_close(session: Session, api: Api) -> None:
+    stream, _close = session.start(api)
+    for _ in stream:
+        break
+
+
+@pytest.mark.parametrize("api", [a for a in APIS if not a.helper],
+                         ids=_ids(a for a in APIS if not a.helper))
+def test_early_break_without_close_is_a_stop_once_collected(rec, server, api) -> None:
+    capture, route = _held(api, server)
+    session = Session(rec, server)
+    _break_without_close(session, api)
+    gc.collect()
+    route.release.set()
+    (attempt,) = session.attempts()
+    _assert_stopped(rec, attempt, capture)
+
+
+def _app_raises(session: Session, api: Api) -> None:
+    stream, close = session.start(api)
+    try:
+        for _ in stream:
+            raise LookupError("the application's own bug")
+    except LookupError:
+        pass
+    finally:
+        if api.helper:
+            close()  # a helper is used in a `with` block, which closes on the exception
+
+
+@pytest.mark.parametrize("api", APIS, ids=_ids(APIS))
+def test_an_exception_of_the_app_inside_its_loop_is_a_stop(rec, server, api) -> None:
+    capture, route = _held(api, server)
+    session = Session(rec, server)
+    _app_raises(session, api)
+    gc.collect()
+    route.release.set()
+    (attempt,) = session.attempts()
+    _assert_stopped(rec, attempt, capture)
+
+
+@pytest.mark.parametrize("api", APIS, ids=_ids(APIS))
+def test_the_server_dropping_mid_body_is_an_interrupted_reset(rec, server, api) -> None:
+    capture = text_capture(api)
+    server.routes[api.route] = route_for(capture, chunk=256, drop_after=_half(capture))
+    session = Session(rec, server)
+    stream, close = session.start(api)
+    with pytest.raises(Exception):  # noqa: B017 - each SDK names the broken read its way
+        for _ in stream:
+            pass
+    close()
+    (attempt,) = session.attempts()
+    assert attempt.decision().status == "interrupted"
+    assert drain_of(rec, attempt.attempt_id).outcome == "reset"
+
+
+@pytest.mark.parametrize("api", APIS, ids=_ids(APIS))
+def test_a_retry_in_a_second_thread_while_the_first_delivers_supersedes_it(
+        rec, server, api) -> None:
+    capture, route = _held(api, server)
+    session = Session(rec, server)
+    delivering = threading.Event()
+
+    def old_reader() -> None:  # the app has its first event: the old attempt is live
+        stream = session.start(api)[0]
+        for _ in stream:
+            delivering.set()
+
+    first = threading.Thread(target=old_reader)
+    first.start()
+    assert delivering.wait(20) and route.reached.wait(20)
+    server.routes[api.route] = route_for(capture, chunk=4096)
+    stream, close = session.start(api)
+    read_all(stream)
+    close()
+    route.release.set()
+    first.join(30)
+    gc.collect()
+    old, new = session.attempts()
+    started = [e.event for e in rec.store.read(attempt_id=new.attempt_id)
+               if e.type == "attempt.started"]
+    assert started[0].retry_of == old.attempt_id
+    assert old.decision().status == "superseded"
+    assert_as_ingested(rec, new, capture)
+
+
+# -- async ----------------------------------------------------------------------------------
+async def _async_stream(api: str, server, transport):
+    if api == "openai-chat":
+        return await _openai(server, transport, True).chat.completions.create(
+            model="m", stream=True, messages=MSG)
+    if api == "openai-responses":
+        return await _openai(server, transport, True).responses.create(
+            model="m", input="x", stream=True)
+    if api == "anthropic-messages":
+        return await _anthropic(server, transport, True).messages.create(
+            model="m", max_tokens=9, stream=True, messages=MSG)
+    return await _gemini(server, transport, True).aio.models.generate_content_stream(
+        model="gemini-2.0-flash", contents="x")
+
+
+ASYNC = ["openai-chat", "openai-responses", "anthropic-messages", "gemini"]
+ROUTES = {a.name: a.route for a in APIS}
+
+
+@pytest.mark.parametrize("api", ASYNC)
+def test_async_full_read_and_early_break(rec, server, api) -> None:
+    capture = TEXT[api]
+    transport = AsyncRecordingTransport(rec.trace("q", task=TASK))
+
+    async def main() -> None:
+        server.routes[ROUTES[api]] = route_for(capture, chunk=512)
+        async for _ in await _async_stream(api, server, transport):
+            pass
+        route = server.routes[ROUTES[api]] = route_for(capture, chunk=256,
+                                                      hold_at=_half(capture))
+        stream = await _async_stream(api, server, transport)
+        async for _ in stream:
+            break
+        await stream.aclose() if hasattr(stream, "aclose") else await stream.close()
+        route.release.set()
+
+    asyncio.run(main())
+    transport.flush()
+    full, stopped = transport.attempts
+    assert_as_ingested(rec, full, capture)
+    _assert_stopped(rec, stopped, capture)
