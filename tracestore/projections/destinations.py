@@ -265,10 +265,18 @@ def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
     recording = {(judged[w.attempt_id].view.trace_id, w.destination) for _, w in writes
                  if w.source == "application"}
     written = {(w.attempt_id, w.destination) for _, w in writes}
+    # The turn's answer is its last released attempt: one released earlier and then
+    # regenerated (a retry released after it) owes history nothing — seed 003 keeps one
+    # answer and one matching history entry per turn.
+    last: dict[str, tuple[int, str]] = {}
+    for attempt_id, j in judged.items():
+        if j.decision.status == R.RELEASED:
+            at = (j.decision.decided_at_position or 0, attempt_id)
+            last[j.view.trace_id] = max(last.get(j.view.trace_id, at), at)
     found: list[Violation] = []
     for attempt_id, j in judged.items():
         d = j.decision
-        if d.status != R.RELEASED:
+        if d.status != R.RELEASED or last[j.view.trace_id][1] != attempt_id:
             continue
         for destination in REQUIRED_DESTINATIONS:
             if (j.view.trace_id, destination) in recording and \
