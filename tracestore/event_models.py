@@ -192,6 +192,11 @@ class DestinationWritten(_Event):
     "``harness``: written by tracestore's replay following the policy; ``application``: read from a real app's log."
     observed_at: str | None = None
     "Wall-clock time of the write in the application's log, if recorded (never used to order)."
+    shown_as: Literal["cut_off"] | None = None
+    """Issue 18: ``cut_off`` is the application saying it showed this (partial) text marked as
+    cut off after a Stop, which the release policy allows on the UI only.  Left out of the
+    stored JSON while unset, so every write recorded before it keeps its bytes."""
+    OMIT_NONE: ClassVar[tuple[str, ...]] = ("shown_as",)
 
 
 class DestinationReadBack(_Event):

@@ -55,6 +55,9 @@ def destination(
         "--text-file", metavar="FILE", help="UTF-8 file holding exactly the text written.")],
     readback: Annotated[bool, typer.Option(
         "--readback", help="The text is what the destination held when read back.")] = False,
+    cut_off: Annotated[bool, typer.Option(
+        "--cut-off", help="ui only: the partial text of a stopped attempt, shown marked as "
+                          "cut off (the release policy allows exactly that).")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -62,7 +65,8 @@ def destination(
     from tracestore.recording.evidence import destination_event
     from tracestore.events import NewEvent, attempt_stream
 
-    event = destination_event(attempt, name, _read_text(text_file), readback=readback)
+    event = destination_event(attempt, name, _read_text(text_file), readback=readback,
+                              cut_off=cut_off)
     with open_store(db, create=False) as store:
         trace = trace_of_attempt(store, attempt)
         result = store.append([NewEvent(attempt_stream(attempt), event, trace_id=trace)])
@@ -70,6 +74,7 @@ def destination(
     what = "read back from" if readback else "written to"
     if as_json:
         emit_json({"attempt_id": attempt, "destination": name, "readback": readback,
+                   "cut_off": cut_off,
                    "sha256": event.sha256, "chars": len(event.text), "position": position})
         return
     _say(f"recorded: {len(event.text)} characters {what} {name} for attempt "

@@ -326,7 +326,7 @@ class AttemptFold:
         s = self.started
         blocks = tuple(
             BlockText(b, self._block_text(b), self.block_pos[b][0], self.block_pos[b][-1],
-                      tuple(p))
+                      tuple(p), tuple(self.block_pos[b]))
             for b, p in self.parts.items())
         return AttemptView(
             attempt_id=s.attempt_id, trace_id=s.trace_id, api=s.api, reader=s.reader,

@@ -19,6 +19,8 @@ class BlockText:
     last_position: int
     deltas: tuple[str, ...]
     "The delta fragments in arrival order (the audit looks for them in other answers)."
+    positions: tuple[int, ...] = ()
+    "The log position of each delta (the audit's text as it stood at a Stop)."
 
 
 @dataclass(frozen=True, slots=True)

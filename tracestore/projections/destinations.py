@@ -148,12 +148,19 @@ def _violations(writes: list[tuple[int, DestinationWritten]],
     seen: Counter[tuple[str, str]] = Counter()  # (attempt, destination) → writes
     history: dict[str, str] = {}  # trace → the attempt whose answer its history entry holds
     for position, write in writes:
-        j = judged[write.attempt_id]
+        owner = _owner_of_text(write, judged)
+        j = judged[owner]
 
         def flag(code: str, message: str) -> None:
-            found.append(Violation(code, write.attempt_id, write.destination, position,
-                                   message))
+            found.append(Violation(code, owner, write.destination, position, message))
 
+        if owner != write.attempt_id:
+            flag(R.MISATTRIBUTED_DESTINATION_WRITE,
+                 f"recorded on attempt {write.attempt_id!r}, but holds exactly the text of "
+                 f"{owner!r}: judged as {owner!r}'s write")
+        if write.shown_as == "cut_off":
+            _check_cut_off(j, position, write, flag)
+            continue
         if write.destination == "progress":
             if write.text != PROGRESS_TEXT:
                 flag(R.PROGRESS_NOT_FIXED, "progress shows text other than the fixed string")
@@ -228,6 +235,49 @@ def _check_release(decision: ReleaseDecision, position: int, write: DestinationW
         flag(R.ANSWER_MISMATCH, "text differs from the released answer")
 
 
+def _owner_of_text(write: DestinationWritten, judged: Mapping[str, _Judged]) -> str:
+    """The attempt whose text ``write`` holds, whichever attempt it was recorded on.
+
+    An application that routes writes through "the current attempt" (the bug T8 exists to
+    catch) records a retry's answer on the old attempt, or the old partial on the new one.
+    When the text differs from the recorded attempt's own candidate and equals exactly one
+    other attempt's candidate in the same trace, the write is that attempt's: it is judged
+    against that attempt's decision, so the audit blames the attempt whose text leaked.
+    """
+    mine = judged[write.attempt_id]
+    if write.destination == "progress" or not write.text or write.text == mine.view.text:
+        return write.attempt_id
+    others = [a for a, j in judged.items() if a != write.attempt_id
+              and j.view.trace_id == mine.view.trace_id and j.view.text == write.text]
+    return others[0] if len(others) == 1 else write.attempt_id
+
+
+def _check_cut_off(j: _Judged, position: int, write: DestinationWritten, flag: Any) -> None:
+    """Release policy: a stopped attempt's partial text may be shown on the UI marked as cut
+    off — exactly that and nothing more: the UI only, after the Stop, a non-empty prefix of
+    what the attempt had delivered (never the late text that arrived after the Stop)."""
+    view, decision = j.view, j.decision
+    if write.destination != "ui":
+        flag(R.CUT_OFF_WRITE_NOT_ALLOWED, f"{write.destination} may not hold a cut-off answer")
+    elif decision.status != R.STOPPED or view.stop_position is None:
+        flag(R.CUT_OFF_WRITE_NOT_ALLOWED,
+             f"marked as cut off, but the attempt is {decision.status}, not stopped")
+    elif position < view.stop_position:
+        flag(R.CUT_OFF_WRITE_NOT_ALLOWED, f"shown as cut off at {position}, before the Stop "
+             f"at {view.stop_position}")
+    elif not write.text or write.text != _text_before(view, view.stop_position)[:len(write.text)]:
+        flag(R.CUT_OFF_WRITE_NOT_ALLOWED,
+             "the cut-off text is not a prefix of what the attempt delivered before its Stop")
+
+
+def _text_before(view: AttemptView, position: int) -> str:
+    """The candidate as it stood at ``position``: deltas recorded before it, block by block."""
+    parts: list[str] = []
+    for block in view.blocks:
+        parts.extend(d for d, at in zip(block.deltas, block.positions) if at < position)
+    return "".join(parts)
+
+
 def _check_old_text(j: _Judged, judged: Mapping[str, _Judged], text: str, flag: Any) -> None:
     """Old text counts only where the destination holds it MORE often than this attempt's
     own candidate does: a retry may legitimately repeat the old attempt's words."""
@@ -264,7 +314,7 @@ def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
     ``duplicate_history_entry``).  A log recording only ui writes says nothing of history."""
     recording = {(judged[w.attempt_id].view.trace_id, w.destination) for _, w in writes
                  if w.source == "application"}
-    written = {(w.attempt_id, w.destination) for _, w in writes}
+    written = {(_owner_of_text(w, judged), w.destination) for _, w in writes}
     # The turn's answer is its last released attempt: one released earlier and then
     # regenerated (a retry released after it) owes history nothing — seed 003 keeps one
     # answer and one matching history entry per turn.

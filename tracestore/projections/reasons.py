@@ -145,6 +145,11 @@ SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
 ANSWER_MISMATCH: Final = "answer_mismatch"
 PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
 READBACK_MISMATCH: Final = "readback_mismatch"
+# issue 18: a write recorded on one attempt holding another attempt's text; a partial
+# answer shown as cut off that is not what the policy allows
+MISATTRIBUTED_DESTINATION_WRITE: Final = "misattributed_destination_write"
+CUT_OFF_WRITE_NOT_ALLOWED: Final = "cut_off_write_not_allowed"
+
 # issue 19 (seed 003): a released answer that never reached a required destination
 MISSING_DESTINATION_WRITE: Final = "missing_destination_write"
 
@@ -299,6 +304,11 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
     READBACK_MISMATCH: "A destination, read back by the application, holds other text than "
                        "the released answer (or, before release, than the progress text).",
+    MISATTRIBUTED_DESTINATION_WRITE: "A write recorded on one attempt holds exactly another "
+                                     "attempt's text: it is judged as that attempt's write.",
+    CUT_OFF_WRITE_NOT_ALLOWED: "A write marked as cut off that the policy does not allow: "
+                               "only a stopped attempt's partial text, after its Stop, on "
+                               "the UI.",
     MISSING_DESTINATION_WRITE: "A released answer never reached a destination it must "
                                "(history: seed 003's one matching history entry), while the "
                                "application records its own destination writes.",

@@ -110,7 +110,8 @@ APP_DESTINATIONS = ("progress", "ui", "history", "export", "copy")
 
 
 def destination_event(attempt_id: str, destination: str, text: str, *,
-                      readback: bool, observed_at: str | None = None) -> Any:
+                      readback: bool, observed_at: str | None = None,
+                      cut_off: bool = False) -> Any:
     """``destination.written`` (source application) or ``destination.read_back``."""
     from tracestore.events import DestinationReadBack, DestinationWritten
     from tracestore.projections.semantics import sha256_text
@@ -120,12 +121,16 @@ def destination_event(attempt_id: str, destination: str, text: str, *,
                          f"{', '.join(APP_DESTINATIONS)}", code="unknown_destination")
     if not isinstance(text, str):
         raise InputError("destination text must be a str", code="invalid_text")
+    if cut_off and (readback or destination != "ui"):
+        raise InputError("only a ui write can be shown as cut off (the release policy lets a "
+                         "stopped attempt's partial text be shown on the UI, marked as cut "
+                         "off, and nowhere else)", code="cut_off_not_ui")
     if readback:
         return DestinationReadBack(attempt_id=attempt_id, destination=destination,  # type: ignore[arg-type]
                                    text=text, sha256=sha256_text(text), observed_at=observed_at)
     return DestinationWritten(attempt_id=attempt_id, destination=destination,  # type: ignore[arg-type]
                               text=text, sha256=sha256_text(text), source="application",
-                              observed_at=observed_at)
+                              observed_at=observed_at, shown_as="cut_off" if cut_off else None)
 
 
 def revise_task(store: Any, trace_id: str, rule: Any, *,

@@ -287,9 +287,10 @@ class AttemptRecorder:
 
     close = drain
 
-    def destination(self, destination: str, text: str) -> None:
-        """What the application wrote to a destination (ui, history, export, copy)."""
-        self._destination(destination, text, readback=False)
+    def destination(self, destination: str, text: str, *, cut_off: bool = False) -> None:
+        """What the application wrote to a destination (ui, history, export, copy);
+        ``cut_off=True``: the UI showed this partial text marked as cut off after a Stop."""
+        self._destination(destination, text, readback=False, cut_off=cut_off)
 
     def readback(self, destination: str, text: str) -> None:
         """What the destination held when the application read it back."""
@@ -307,9 +308,10 @@ class AttemptRecorder:
         return decided
 
     # -- internals -----------------------------------------------------------------------
-    def _destination(self, destination: str, text: str, *, readback: bool) -> None:
+    def _destination(self, destination: str, text: str, *, readback: bool,
+                     cut_off: bool = False) -> None:
         event = destination_event(self.attempt_id, destination, text, readback=readback,
-                                  observed_at=_now())
+                                  observed_at=_now(), cut_off=cut_off)
         with self._rec.lock:
             self._refuse_if_failed()  # a drained attempt still takes destinations
             self._require_started("destination")

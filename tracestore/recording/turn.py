@@ -72,10 +72,11 @@ class Turn:
     def previous_id(self) -> str | None:
         return self.attempts[-1].attempt_id if self.attempts else None
 
-    def destination(self, handle: AttemptHandle, destination: str, text: str) -> None:
+    def destination(self, handle: AttemptHandle, destination: str, text: str, *,
+                    cut_off: bool = False) -> None:
         """``handle.destination`` checked to be an attempt of this turn's recorder."""
         check_recorder(handle, self.recorder)
-        handle.destination(destination, text)
+        handle.destination(destination, text, cut_off=cut_off)
 
 
 def check_recorder(handle: Any, recorder: Any) -> None:
@@ -110,11 +111,12 @@ class AttemptHandle:
     def recorder(self) -> Any:
         return self.trace.recorder
 
-    def destination(self, destination: str, text: str) -> None:
+    def destination(self, destination: str, text: str, *, cut_off: bool = False) -> None:
         """Record what the application wrote for this response, after every byte of it the
-        application had received (the writer's order); bad input raises now."""
-        self._check(destination, text)
-        self._body.later_call(lambda rec: rec.destination(destination, text))
+        application had received (the writer's order); bad input raises now.
+        ``cut_off=True``: the UI showed this partial text marked as cut off after a Stop."""
+        self._check(destination, text, cut_off=cut_off)
+        self._body.later_call(lambda rec: rec.destination(destination, text, cut_off=cut_off))
 
     def readback(self, destination: str, text: str) -> None:
         self._check(destination, text)
@@ -128,10 +130,10 @@ class AttemptHandle:
                                       "the transport's failures)", code="not_recorded")
         return self._body.recorder.decision()
 
-    def _check(self, destination: str, text: str) -> None:
+    def _check(self, destination: str, text: str, *, cut_off: bool = False) -> None:
         from tracestore.recording.evidence import destination_event
 
-        destination_event(self.attempt_id, destination, text, readback=False)
+        destination_event(self.attempt_id, destination, text, readback=False, cut_off=cut_off)
 
     def __repr__(self) -> str:
         return f"AttemptHandle({self.attempt_id!r}, trace={self.trace_id!r})"
