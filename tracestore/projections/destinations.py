@@ -148,16 +148,16 @@ def _violations(writes: list[tuple[int, DestinationWritten]],
     seen: Counter[tuple[str, str]] = Counter()  # (attempt, destination) → writes
     history: dict[str, str] = {}  # trace → the attempt whose answer its history entry holds
     for position, write in writes:
-        owner = _owner_of_text(write, judged)
-        j = judged[owner]
+        whose = _owner_of_text(write, judged)
+        j = judged[whose]
 
         def flag(code: str, message: str) -> None:
-            found.append(Violation(code, owner, write.destination, position, message))
+            found.append(Violation(code, whose, write.destination, position, message))
 
-        if owner != write.attempt_id:
+        if whose != write.attempt_id:
             flag(R.MISATTRIBUTED_DESTINATION_WRITE,
                  f"recorded on attempt {write.attempt_id!r}, but holds exactly the text of "
-                 f"{owner!r}: judged as {owner!r}'s write")
+                 f"{whose!r}: judged as {whose!r}'s write")
         if write.shown_as == "cut_off":
             _check_cut_off(j, position, write, flag)
             continue
@@ -173,12 +173,12 @@ def _violations(writes: list[tuple[int, DestinationWritten]],
                 flag(R.DUPLICATE_HISTORY_ENTRY,
                      f"the trace's history already holds the entry of {owner!r}")
             else:
-                history[j.view.trace_id] = write.attempt_id
+                history[j.view.trace_id] = whose
             continue
-        seen[(write.attempt_id, write.destination)] += 1
-        if seen[(write.attempt_id, write.destination)] > 1:
+        seen[(whose, write.destination)] += 1
+        if seen[(whose, write.destination)] > 1:
             flag(R.REPEATED_DESTINATION_WRITE,
-                 f"write #{seen[(write.attempt_id, write.destination)]} to {write.destination}")
+                 f"write #{seen[(whose, write.destination)]} to {write.destination}")
     return found
 
 
