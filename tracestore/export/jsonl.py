@@ -81,7 +81,11 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One line; C1, bidi, separators and lone surrogates as escapes (the one JSON escaper),
+    so every line can be written as UTF-8 and read back as the same text."""
+    from tracestore.review.escape import json_text
+
+    return json_text(value, compact=True) + "\n"
 
 
 @dataclass
