@@ -9,7 +9,6 @@ in ``tracestore/cli/__init__.py``.  Commands stay thin: parse options, call the 
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import typer
 
 from tracestore.cli.lazy import rich_console, rich_name
 from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.neutralize import visible
 from tracestore.store import ENV_VAR
 
 if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
@@ -190,13 +190,6 @@ def emit_json_line(value: Any) -> None:
     sys.stdout.write(json_text(value, compact=True, default=str) + "\n")
 
 
-# C0/C1 controls (incl. ESC, which starts ANSI sequences), DEL, bidi overrides that can
-# make a terminal line read differently from the bytes behind it, line/paragraph
-# separators, and lone surrogates (which a UTF-8 terminal cannot even be sent).
-_UNSAFE = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
 def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool = False) -> str:
     """Untrusted text made inert for a terminal: controls shown as ``\\xNN`` escapes.
 
@@ -210,8 +203,9 @@ def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool
         text = text.replace("\\", "\\\\")
     if not keep_newlines:
         text = text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\t", "\\t")
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
+    # The one neutralizer (C0/C1, DEL, bidi controls, U+2028/9, lone surrogates), as every
+    # other output uses it.
+    return visible(text, keep="\n\t" if keep_newlines else "")
 
 
 def term_text(value: Any, style: str = "", *, limit: int | None = None,
