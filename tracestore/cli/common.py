@@ -137,11 +137,16 @@ def json_text(value: Any, **options: Any) -> str:
 
 
 def report_error(exc: TracestoreError, *, as_json: bool) -> None:
+    """The one place errors are printed: passwords masked (``tracestore.masking``), text
+    neutralized."""
+    from tracestore.masking import mask_context, mask_secrets
+
     if as_json:
-        sys.stderr.write(json_text(exc.to_dict(), indent=None, default=str) + "\n")
+        sys.stderr.write(json_text(mask_context(exc.to_dict()), indent=None, default=str)
+                         + "\n")
     else:
         err_console.print(Text.assemble(("error", "bold red"), f"[{exc.code}]: ",
-                                        safe_text(exc.message)))
+                                        safe_text(mask_secrets(exc.message))))
 
 
 @contextmanager

@@ -41,10 +41,17 @@ def resolve_url(url: str | None) -> str:
     chosen = url or os.environ.get(ENV_VAR) or DEFAULT_URL
     if "://" not in chosen:  # a bare path is a SQLite file; be kind to people
         chosen = f"sqlite:///{chosen}"
+    from tracestore.masking import masked_url
+
     try:
-        make_url(chosen)
-    except ArgumentError as exc:
-        raise InputError(f"{chosen!r} is not a database URL", code="invalid_db_url") from exc
+        parsed = make_url(chosen)
+        parsed.port  # noqa: B018 - a port that is not a number fails here, not in the driver
+    except (ArgumentError, ValueError) as exc:
+        raise InputError(f"{masked_url(chosen)!r} is not a database URL",
+                         code="invalid_db_url") from None if isinstance(exc, ValueError) else exc
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise InputError(f"{masked_url(chosen)!r} names port {parsed.port}, which is not "
+                         "between 1 and 65535", code="invalid_db_url")
     return chosen
 
 

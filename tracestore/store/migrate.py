@@ -150,5 +150,8 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
         message = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
         if "not a database" in message or "file is encrypted" in message:
             raise StoreError(f"{url} is not a SQLite database", code="not_our_database") from exc
-        raise StoreError(f"cannot open {url}: {message}", code="database_unavailable") from exc
+        from tracestore.masking import mask_secrets, masked_url
+
+        raise StoreError(f"cannot open {masked_url(url)}: {mask_secrets(message)}",
+                         code="database_unavailable") from exc
     return head
