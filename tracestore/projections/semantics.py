@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-import regex
-
 from tracestore.errors import InputError
 from tracestore.events import TaskRule
 
@@ -70,6 +68,8 @@ def normalize(text: str) -> str:
 
 @lru_cache(maxsize=512)
 def _compile(pattern: str) -> Any:
+    import regex  # only when a rule is judged: reading decisions does not load it
+
     try:
         re.compile(normalize(pattern), re.IGNORECASE)  # the syntax rules always accepted
         compiled = regex.compile(normalize(pattern), regex.IGNORECASE | regex.VERSION0)
