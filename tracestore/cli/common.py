@@ -150,15 +150,18 @@ def report_error(exc: TracestoreError, *, as_json: bool) -> None:
 
 
 @contextmanager
-def open_store(db: str | None, *, create: bool = True) -> Iterator[EventStore]:
+def open_store(db: str | None, *, create: bool = True, read_only: bool = False,
+               ) -> Iterator[EventStore]:
     """Open (and on first use migrate) the store named by ``--db`` / ``$TRACESTORE_DB``.
 
     Read-only commands pass ``create=False``: a mistyped path must not leave a new empty
-    database behind and report "0 events"; it is ``no_store`` (exit 4).
+    database behind and report "0 events"; it is ``no_store`` (exit 4).  Commands that
+    only read pass ``read_only=True`` as well: a SQLite file is opened read-only, so an
+    archived store on a read-only mount still verifies (issue 26 item 7).
     """
     from tracestore.store.log import EventStore
 
-    store = EventStore(db, create=create)
+    store = EventStore(db, create=create, read_only=read_only)
     try:
         yield store
     finally:

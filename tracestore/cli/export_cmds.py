@@ -57,7 +57,7 @@ def export(
     if endpoint is not None and (fmt is not ExportFormat.otlp or out is not None):
         raise InputError("--endpoint sends OTLP spans: use it with --format otlp and "
                          "without --out", code="invalid_option")
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         if trace is not None and trace not in store.trace_ids():
             raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
                            trace_id=trace)

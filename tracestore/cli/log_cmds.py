@@ -84,7 +84,7 @@ def events(
     most 1000 events and says how to page on.
     """
     filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         _check_names(store, attempt, trace)
         if as_json:
             for stored in store.iter_events(limit=limit, **filters):
@@ -121,7 +121,7 @@ def events(
 @handles_errors
 def attempts(db: DbOption = None, as_json: JsonOption = False) -> None:
     """List attempts with their trace, API and event counts."""
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         listing = store.attempt_summaries()
     if as_json:
         emit_json({"attempts": listing})
@@ -171,7 +171,7 @@ def verify(
         signed = ck.read_checkpoint(checkpoint)
         ck.check_signature(signed, key)
         expected = Expected(signed.position, signed.hash)
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         result = store.verify(expected=expected)
     if as_json:
         emit_json({"ok": result.ok, "count": result.count,

@@ -183,7 +183,7 @@ def release(
     from tracestore.contracts.envelope import project_envelope
     from tracestore.projections.release import decide_with_view
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         events = load_attempt_context(store, attempt, at)
     decision, view = decide_with_view(events, attempt, upto=at)
     envelope = project_envelope(decision, view)
@@ -322,7 +322,7 @@ def audit(
     from tracestore.projections import audit as audit_events
     from tracestore.projections import trace_attempts
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         if trace:
             events = store.read(trace_id=trace)
             if not trace_attempts(events, trace):

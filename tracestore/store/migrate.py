@@ -116,6 +116,29 @@ def _require_tables(engine: Engine, url: str) -> None:
         raise no_store(url)
 
 
+def require_current(read_engine: Engine, url: str) -> None:
+    """For a store opened read-only: ours and at SCHEMA_HEAD, checked with reads only."""
+    if _is_current(read_engine):
+        return
+    _require_tables(read_engine, url)
+    from tracestore.masking import masked_url
+
+    try:
+        with read_engine.connect() as conn:
+            _check_ours(conn, masked_url(url))
+            current = current_revision(conn)
+    except (DatabaseError, OperationalError) as exc:
+        message = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
+        if "not a database" in message or "file is encrypted" in message:
+            raise StoreError(f"{masked_url(url)} is not a SQLite database",
+                             code="not_our_database") from exc
+        raise StoreError(f"cannot open {masked_url(url)} read-only: {message}",
+                         code="database_unavailable") from exc
+    raise StoreError(f"{masked_url(url)} is at schema revision {current}, not {SCHEMA_HEAD}; "
+                     "a read-only command cannot upgrade it (run tracestore init on a "
+                     "writable copy)", code="schema_not_current", revision=current)
+
+
 def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *,
             create: bool = True) -> str:
     """Bring the database to the newest migration; return the revision it is at.
