@@ -76,6 +76,7 @@ def handles_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _check_text_arguments(kwargs)
             return func(*args, **kwargs)
         except TracestoreError as exc:
             if exc.code in LOG_NOT_FOUND and "db" in kwargs:
@@ -92,6 +93,18 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(wrapped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_text_arguments(kwargs: dict[str, Any]) -> None:
+    """Ids and names given on the command line must be text: bytes that are not UTF-8 arrive
+    as lone surrogates (Python's surrogateescape) and cannot be stored, hashed or printed
+    (they ended in exit 70).  File paths are ``Path`` values and may hold any bytes."""
+    for name, value in kwargs.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if isinstance(item, str) and any("\udc80" <= c <= "\udcff" for c in item):
+                raise InputError(f"--{name.replace('_', '-')} is not UTF-8 text",
+                                 code="invalid_argument", argument=name)
 
 
 #: Not-found codes for things looked up in the log: their message names the database, so
@@ -159,8 +172,15 @@ def open_store(db: str | None, *, create: bool = True, read_only: bool = False,
     only read pass ``read_only=True`` as well: a SQLite file is opened read-only, so an
     archived store on a read-only mount still verifies (issue 26 item 7).
     """
+    from tracestore.store.engine import is_memory_sqlite, resolve_url
     from tracestore.store.log import EventStore
 
+    if is_memory_sqlite(resolve_url(db)):
+        # An in-memory database ends with the command: "11 events at positions 1-11" and
+        # nothing kept.  The library accepts it (tests); the CLI refuses it (issue 26).
+        raise InputError("--db sqlite:// is an in-memory database: it is gone when the "
+                         "command ends, so nothing would be kept; name a file "
+                         "(sqlite:///file.db)", code="memory_db_refused")
     store = EventStore(db, create=create, read_only=read_only)
     try:
         yield store

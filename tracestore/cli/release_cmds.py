@@ -100,8 +100,9 @@ def read_scenario(path: Path) -> Scenario:
 
 
 def _capture_bytes(scenario: Path, name: str) -> bytes:
-    beside = scenario.parent / name
-    return read_input(beside if beside.exists() else Path(name))
+    from tracestore.recording.scenario import capture_path
+
+    return read_input(capture_path(scenario, name))  # never outside its folder (issue 26)
 
 
 class _ScenarioAppend:
