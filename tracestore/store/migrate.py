@@ -116,6 +116,10 @@ def _require_tables(engine: Engine, url: str) -> None:
         raise no_store(url)
 
 
+#: The advisory lock key migrations take on PostgreSQL ("tracest" as a 64-bit integer).
+MIGRATION_LOCK_KEY = int.from_bytes(b"tracest\x00", "big") >> 1
+
+
 def require_current(read_engine: Engine, url: str) -> None:
     """For a store opened read-only: ours and at SCHEMA_HEAD, checked with reads only."""
     if _is_current(read_engine):
@@ -157,6 +161,13 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
     head = SCHEMA_HEAD
     try:
         with write_engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # PostgreSQL's DDL does not serialize itself: 8 processes creating the tables
+                # of an empty database at once failed 0-4 of 8 (duplicate pg_type rows,
+                # "relation already exists").  One transaction-scoped advisory lock makes
+                # them take turns; the later ones then find the schema current below.
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                             {"key": MIGRATION_LOCK_KEY})
             _check_ours(conn, url)
             current = current_revision(conn)
             if current == head:
