@@ -138,6 +138,11 @@ def require_current(read_engine: Engine, url: str) -> None:
                              code="not_our_database") from exc
         raise StoreError(f"cannot open {masked_url(url)} read-only: {message}",
                          code="database_unavailable") from exc
+    if current is not None and current not in known_revisions(alembic_config()):
+        raise StoreError(
+            f"{masked_url(url)} is at schema revision {current}, newer than this tracestore "
+            f"knows ({SCHEMA_HEAD}); upgrade tracestore to use it", code="schema_too_new",
+            revision=current)
     raise StoreError(f"{masked_url(url)} is at schema revision {current}, not {SCHEMA_HEAD}; "
                      "a read-only command cannot upgrade it (run tracestore init on a "
                      "writable copy)", code="schema_not_current", revision=current)
