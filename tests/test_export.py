@@ -98,13 +98,17 @@ def test_a_changed_export_is_refused_and_nothing_is_written(source_db: Path,
                                                             tmp_path: Path) -> None:
     out = export(source_db, tmp_path)
     lines = out.read_text("utf-8").splitlines(keepends=True)
-    lines[5] = lines[5].replace("r-t7", "r-XX", 1) if "r-t7" in lines[5] else \
+    renamed = "r-t7" in lines[5]
+    lines[5] = lines[5].replace("r-t7", "r-XX", 1) if renamed else \
         lines[5].replace('\\"type\\"', '\\"type\\" ', 1)
     out.write_text("".join(lines), "utf-8")
     target = tmp_path / "target.db"
     code, _, stderr = run("import", str(out), "--json", db=target)
     error = json.loads(stderr)
-    assert code == 2 and error["error"] == "export_hash_mismatch" and error["position"] == 5
+    if renamed:  # still the JSON the store writes, but not what was hashed
+        assert code == 2 and error["error"] == "export_hash_mismatch" and error["position"] == 5
+    else:  # a space the store never writes: refused before hashing (issue 26 item 9)
+        assert (code, error["error"], error["line"]) == (2, "export_payload_not_canonical", 6)
     assert count_events(target) == 0
 
 
@@ -254,3 +258,34 @@ def test_redaction_leaves_no_answer_text_in_real_captures(tmp_path: Path, captur
                           name=f"redacted.{fmt}").read_text("utf-8")
         assert found(redacted) == [], fmt
         assert "sha256:" in redacted
+
+
+def test_redacted_export_of_a_lone_surrogate_is_written_and_imports(tmp_path: Path) -> None:
+    """Issue 26 item 2: a lone surrogate (a valid JSON escape, stored faithfully) in model
+    text crashed ``export --format jsonl --redact text`` with UnicodeEncodeError (exit 70)."""
+    import hashlib
+
+    body = [{"type": "response.output_text.delta", "sequence_number": 0, "item_id": "m",
+             "output_index": 0, "content_index": 0, "delta": "ab\ud800cd"},
+            {"type": "response.completed", "sequence_number": 9,
+             "response": {"id": "r", "status": "completed"}},
+            {"local": "drain", "outcome": "clean"}]
+    src = tmp_path / "sur.json"
+    src.write_text(json.dumps(body), "utf-8")  # ensure_ascii: the escape "\ud800"
+    task = tmp_path / "task.json"
+    task.write_text('{"answer_patterns": ["ab"]}', "utf-8")
+    db = tmp_path / "s.db"
+    assert run("ingest", str(src), "--attempt", "s", "--task", str(task), db=db)[0] == 0
+    out = export(db, tmp_path, "--redact", "text")
+    lines = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    payloads = [json.loads(line["event"]["payload"]) for line in lines[1:]]
+    digest = "sha256:" + hashlib.sha256("ab\ud800cd".encode("utf-8", "surrogatepass")).hexdigest()
+    deltas = [p["native"]["delta"] for p in payloads if p["type"] == "frame.received"
+              and "delta" in p["native"]]
+    assert deltas == [digest]
+    assert "ab\ud800cd" not in out.read_text("utf-8")
+    complete = export(db, tmp_path, name="complete.jsonl")  # the same text, not redacted
+    target = tmp_path / "target.db"
+    assert run("import", str(complete), db=target)[0] == 0
+    assert json.loads(run("verify", "--json", db=target)[1])["ok"] is True
+    assert rows(target) == rows(db)

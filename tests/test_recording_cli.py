@@ -181,8 +181,17 @@ def _scenario(tmp_path: Path, steps: list) -> Path:
     return path
 
 
+def _beside(tmp_path: Path, capture: Path) -> str:
+    """A copy of ``capture`` beside the scenario, named relatively: capture paths may not
+    leave the scenario's folder (issue 26)."""
+    import shutil
+
+    shutil.copy(capture, tmp_path / capture.name)
+    return capture.name
+
+
 def test_capture_steps_replay_an_interleaving_over_real_bytes(db_file: Path, tmp_path: Path) -> None:
-    old, new = str(TEXT_BASIC), str(GPT4O)
+    old, new = _beside(tmp_path, TEXT_BASIC), _beside(tmp_path, GPT4O)
     path = _scenario(tmp_path, [
         {"open": "r1", "attempt": "old", "api": "anthropic-messages"},
         {"reader": "r1", "capture": old, "until_byte": 700},
@@ -232,7 +241,7 @@ def test_scenarios_are_checked_against_the_published_schema(db_file: Path, tmp_p
 
 def test_capture_steps_that_would_replay_as_something_else_are_refused(
         db_file: Path, tmp_path: Path) -> None:
-    old = str(TEXT_BASIC)
+    old = _beside(tmp_path, TEXT_BASIC)
     size = TEXT_BASIC.stat().st_size
     opened = {"open": "r1", "attempt": "a", "api": "anthropic-messages"}
     cases = [
@@ -261,3 +270,25 @@ def test_capture_steps_that_would_replay_as_something_else_are_refused(
         code, _, err = run("replay", str(_scenario(tmp_path, steps)), db=db_file)
         assert (code, " ".join(err.split())) == (2, f"error[invalid_scenario]: {message}")
     assert count_events(db_file) == 0
+
+
+def test_capture_paths_may_not_leave_the_scenarios_folder(db_file: Path, tmp_path: Path) -> None:
+    """Issue 26 item 11: absolute, ``../`` and symlinked capture paths are refused, and
+    nothing of the file they name is stored."""
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    outside = tmp_path / "secret.sse"
+    outside.write_bytes(TEXT_BASIC.read_bytes())
+    (folder / "link.sse").symlink_to(outside)
+    (folder / "inner").mkdir()
+    (folder / "inner" / "ok.sse").write_bytes(TEXT_BASIC.read_bytes())
+    opened = {"open": "r1", "attempt": "a", "api": "anthropic-messages"}
+    for name in (str(outside), "../secret.sse", "inner/../../secret.sse", "link.sse"):
+        path = _scenario(folder, [opened, {"reader": "r1", "capture": name}])
+        code, _, err = run("replay", str(path), "--json", db=db_file)
+        assert (code, json.loads(err)["error"]) == (2, "capture_path_escapes"), (name, err)
+        assert count_events(db_file) == 0
+    path = _scenario(folder, [opened, {"reader": "r1", "capture": "inner/ok.sse"},
+                              {"reader": "r1", "local": "drain", "outcome": "clean"}])
+    code, _, err = run("replay", str(path), "--json", db=db_file)
+    assert code == 0, err

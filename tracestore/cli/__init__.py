@@ -78,7 +78,10 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - last resort: bugs, not bad input
         if os.environ.get("TRACESTORE_DEBUG"):
             raise
-        sys.stderr.write(f"internal error (a tracestore bug): {type(exc).__name__}: {exc}\n"
+        from tracestore.masking import mask_secrets
+
+        sys.stderr.write(f"internal error (a tracestore bug): {type(exc).__name__}: "
+                         f"{mask_secrets(str(exc))}\n"
                          "set TRACESTORE_DEBUG=1 to see the traceback\n")
         sys.exit(70)
 

@@ -43,7 +43,7 @@ def checkpoint(
         public = ck.write_key_pair(generate_key)
         console.print(term_text(f"wrote {generate_key} (private, keep it secret) and {public}"))
         return
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         result = store.verify()  # never sign a head that does not verify
         if not result.ok:
             from tracestore.errors import ChainBroken

@@ -9,7 +9,6 @@ in ``tracestore/cli/__init__.py``.  Commands stay thin: parse options, call the 
 from __future__ import annotations
 
 import functools
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ import typer
 
 from tracestore.cli.lazy import rich_console, rich_name
 from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.neutralize import visible
 from tracestore.store import ENV_VAR
 
 if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
@@ -76,6 +76,7 @@ def handles_errors(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _check_text_arguments(kwargs)
             return func(*args, **kwargs)
         except TracestoreError as exc:
             if exc.code in LOG_NOT_FOUND and "db" in kwargs:
@@ -92,6 +93,18 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(wrapped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _check_text_arguments(kwargs: dict[str, Any]) -> None:
+    """Ids and names given on the command line must be text: bytes that are not UTF-8 arrive
+    as lone surrogates (Python's surrogateescape) and cannot be stored, hashed or printed
+    (they ended in exit 70).  File paths are ``Path`` values and may hold any bytes."""
+    for name, value in kwargs.items():
+        values = value if isinstance(value, (list, tuple)) else [value]
+        for item in values:
+            if isinstance(item, str) and any("\udc80" <= c <= "\udcff" for c in item):
+                raise InputError(f"--{name.replace('_', '-')} is not UTF-8 text",
+                                 code="invalid_argument", argument=name)
 
 
 #: Not-found codes for things looked up in the log: their message names the database, so
@@ -137,23 +150,38 @@ def json_text(value: Any, **options: Any) -> str:
 
 
 def report_error(exc: TracestoreError, *, as_json: bool) -> None:
+    """The one place errors are printed: passwords masked (``tracestore.masking``), text
+    neutralized."""
+    from tracestore.masking import mask_context, mask_secrets
+
     if as_json:
-        sys.stderr.write(json_text(exc.to_dict(), indent=None, default=str) + "\n")
+        sys.stderr.write(json_text(mask_context(exc.to_dict()), indent=None, default=str)
+                         + "\n")
     else:
         err_console.print(Text.assemble(("error", "bold red"), f"[{exc.code}]: ",
-                                        safe_text(exc.message)))
+                                        safe_text(mask_secrets(exc.message))))
 
 
 @contextmanager
-def open_store(db: str | None, *, create: bool = True) -> Iterator[EventStore]:
+def open_store(db: str | None, *, create: bool = True, read_only: bool = False,
+               ) -> Iterator[EventStore]:
     """Open (and on first use migrate) the store named by ``--db`` / ``$TRACESTORE_DB``.
 
     Read-only commands pass ``create=False``: a mistyped path must not leave a new empty
-    database behind and report "0 events"; it is ``no_store`` (exit 4).
+    database behind and report "0 events"; it is ``no_store`` (exit 4).  Commands that
+    only read pass ``read_only=True`` as well: a SQLite file is opened read-only, so an
+    archived store on a read-only mount still verifies (issue 26 item 7).
     """
+    from tracestore.store.engine import is_memory_sqlite, resolve_url
     from tracestore.store.log import EventStore
 
-    store = EventStore(db, create=create)
+    if is_memory_sqlite(resolve_url(db)):
+        # An in-memory database ends with the command: "11 events at positions 1-11" and
+        # nothing kept.  The library accepts it (tests); the CLI refuses it (issue 26).
+        raise InputError("--db sqlite:// is an in-memory database: it is gone when the "
+                         "command ends, so nothing would be kept; name a file "
+                         "(sqlite:///file.db)", code="memory_db_refused")
+    store = EventStore(db, create=create, read_only=read_only)
     try:
         yield store
     finally:
@@ -190,13 +218,6 @@ def emit_json_line(value: Any) -> None:
     sys.stdout.write(json_text(value, compact=True, default=str) + "\n")
 
 
-# C0/C1 controls (incl. ESC, which starts ANSI sequences), DEL, bidi overrides that can
-# make a terminal line read differently from the bytes behind it, line/paragraph
-# separators, and lone surrogates (which a UTF-8 terminal cannot even be sent).
-_UNSAFE = re.compile(
-    r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
 def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool = False) -> str:
     """Untrusted text made inert for a terminal: controls shown as ``\\xNN`` escapes.
 
@@ -210,8 +231,9 @@ def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool
         text = text.replace("\\", "\\\\")
     if not keep_newlines:
         text = text.replace("\r\n", "\\n").replace("\n", "\\n").replace("\t", "\\t")
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
+    # The one neutralizer (C0/C1, DEL, bidi controls, U+2028/9, lone surrogates), as every
+    # other output uses it.
+    return visible(text, keep="\n\t" if keep_newlines else "")
 
 
 def term_text(value: Any, style: str = "", *, limit: int | None = None,

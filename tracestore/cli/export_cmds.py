@@ -92,8 +92,10 @@ def export(
     if annotate is not None and (fmt is not ExportFormat.otlp or out is not None):
         raise InputError("--annotations posts to an OTLP endpoint: use it with --format "
                          "otlp and without --out", code="invalid_option")
+    if endpoint is not None:
+        _check_endpoint(endpoint)
     lost, annotated = 0, None
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         if trace is not None and trace not in store.trace_ids():
             raise NotFound(f"no trace {trace!r} in the log", code="trace_not_found",
                            trace_id=trace)
@@ -138,6 +140,24 @@ def export(
         if annotated is not None:
             note += f" and {annotated} review annotations"
         err_console.print(term_text(f"exported {count} {what} to {where}{note}"))
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """An http(s) URL with a host and a port in range, or ``invalid_endpoint`` (exit 2) at
+    once -- not 10-22 s of retries ending in exit 1 (issue 26)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(endpoint)
+        port = parts.port  # ValueError when not a number or out of 0-65535
+    except ValueError:
+        parts, port = None, -1
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname \
+            or port == 0 or port == -1:
+        raise InputError(f"--endpoint {endpoint!r} is not an http(s) URL with a host and a "
+                         "port between 1 and 65535 (for example "
+                         "http://127.0.0.1:4318/v1/traces)", code="invalid_endpoint",
+                         endpoint=endpoint)
 
 
 def _write(chunks: object, out: Optional[Path]) -> int:

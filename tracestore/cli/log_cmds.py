@@ -85,7 +85,7 @@ def events(
     most 1000 events and says how to page on.
     """
     filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         _check_names(store, attempt, trace)
         if as_json:
             for stored in store.iter_events(limit=limit, **filters):
@@ -229,7 +229,7 @@ def verify(
         signed = ck.read_checkpoint(checkpoint)
         ck.check_signature(signed, key)
         expected = Expected(signed.position, signed.hash)
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         result = store.verify(expected=expected)
         reviews = review_signatures(store) if result.ok else None
     if as_json:

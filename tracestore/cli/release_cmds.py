@@ -100,8 +100,9 @@ def read_scenario(path: Path) -> Scenario:
 
 
 def _capture_bytes(scenario: Path, name: str) -> bytes:
-    beside = scenario.parent / name
-    return read_input(beside if beside.exists() else Path(name))
+    from tracestore.recording.scenario import capture_path
+
+    return read_input(capture_path(scenario, name))  # never outside its folder (issue 26)
 
 
 class _ScenarioAppend:
@@ -183,7 +184,7 @@ def release(
     from tracestore.contracts.envelope import project_envelope
     from tracestore.projections.release import decide_with_view
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         events = load_attempt_context(store, attempt, at)
     decision, view = decide_with_view(events, attempt, upto=at)
     envelope = project_envelope(decision, view)
@@ -322,7 +323,7 @@ def audit(
     from tracestore.projections import audit as audit_events
     from tracestore.projections import trace_attempts
 
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         if trace:
             events = store.read(trace_id=trace)
             if not trace_attempts(events, trace):

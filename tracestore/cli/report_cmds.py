@@ -52,7 +52,7 @@ def report(
         raise InputError("name the output file: --html FILE (or --html - to print the page)",
                          code="missing_option")
     spec = load_template(template)
-    with open_store(db, create=False) as store:
+    with open_store(db, create=False, read_only=True) as store:
         trace_id = _resolve_trace(store, trace, attempt or [])
         events = store.read(trace_id=trace_id)
     result = build_report(events, trace_id, attempts=attempt, template=spec,

@@ -19,19 +19,18 @@ What ``import`` reproduces (into an empty store):
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from tracestore.errors import InputError
-from tracestore.events import SCHEMA_VERSIONS, parse_event, upcast
+from tracestore.events import parse_event, upcast
 
 FORMAT = "tracestore-jsonl"
 VERSION = 1
-_ROW_FIELDS = {"position": int, "id": str, "stream": str, "version": int, "type": str,
-               "schema_version": int, "recorded_at": str, "hash": str, "payload": str}
+_ROW_FIELDS = ("position", "id", "stream", "version", "type", "schema_version",
+               "recorded_at", "hash", "payload")
 
 
 def header(*, trace_id: str | None, redacted: bool, tracestore_version: str) -> dict[str, Any]:
@@ -81,7 +80,11 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n"
+    """One line; C1, bidi, separators and lone surrogates as escapes (the one JSON escaper),
+    so every line can be written as UTF-8 and read back as the same text."""
+    from tracestore.review.escape import json_text
+
+    return json_text(value, compact=True) + "\n"
 
 
 @dataclass
@@ -93,72 +96,45 @@ class ImportFile:
     blobs: list[bytes] = field(default_factory=list)
 
 
-def read_export(lines: Iterable[str], name: str) -> ImportFile:
-    """Check the header now; rows are checked one by one as the import consumes them."""
-    it = iter(enumerate(lines, 1))
+def read_export(lines: Iterable[str] | TextIO, name: str) -> ImportFile:
+    """Check the header now; rows are checked one by one as the import consumes them
+    (``tracestore.export.import_checks``: every row as the store would have written it)."""
+    from tracestore.export.import_checks import RowChecker, bounded_lines, parse_line
+
+    source = bounded_lines(lines) if hasattr(lines, "readline") else lines
+    it = iter(enumerate(source, 1))
     first = next(it, None)
-    head = _parse_line(first[1], name, 1) if first else None
+    head = parse_line(first[1], name, 1) if first else None
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise InputError(f"{name} is not a tracestore export (its first line must be the "
                          f"{FORMAT} header)", code="invalid_export")
-    if head.get("version") != VERSION:
-        raise InputError(f"{name} is export version {head.get('version')!r}; this tracestore "
+    version = head.get("version")
+    if type(version) is not int or version != VERSION:
+        raise InputError(f"{name} is export version {str(version)[:40]}; this tracestore "
                          f"reads version {VERSION}", code="invalid_export")
+    for key in ("complete", "redacted"):
+        if type(head.get(key, False)) is not bool:
+            raise InputError(f"{name}: header field {key!r} is not true or false",
+                             code="invalid_export")
+    checker = RowChecker(name, complete=bool(head.get("complete")))
     result = ImportFile(head, iter(()))
-    result.rows = _rows(it, name, result.blobs)
+    result.rows = _rows(it, name, result.blobs, checker)
     return result
 
 
-def _rows(lines: Iterator[tuple[int, str]], name: str, blobs: list[bytes]
+def _rows(lines: Iterator[tuple[int, str]], name: str, blobs: list[bytes], checker: Any
           ) -> Iterator[dict[str, Any]]:
+    from tracestore.export.import_checks import parse_line
+
     for number, line in lines:
         if not line.strip():
             continue
-        item = _parse_line(line, name, number)
+        item = parse_line(line, name, number)
         if isinstance(item, dict) and isinstance(item.get("event"), dict):
-            yield _check_row(item["event"], name, number)
+            yield checker.row(item, number)
         elif isinstance(item, dict) and isinstance(item.get("blob"), dict):
-            blobs.append(_check_blob(item["blob"], name, number))
+            blobs.append(checker.blob(item, number))
         else:
             raise InputError(f"{name} line {number}: expected an event or a blob object",
                              code="invalid_export", line=number)
-
-
-def _parse_line(line: str, name: str, number: int) -> Any:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name} line {number} is not JSON: {exc.msg}",
-                         code="invalid_export", line=number) from exc
-
-
-def _check_row(row: dict[str, Any], name: str, number: int) -> dict[str, Any]:
-    for key, kind in _ROW_FIELDS.items():
-        if not isinstance(row.get(key), kind) or isinstance(row.get(key), bool):
-            raise InputError(f"{name} line {number}: field {key!r} is missing or not "
-                             f"{kind.__name__}", code="invalid_export", line=number)
-    if row.get("trace_id") is not None and not isinstance(row["trace_id"], str):
-        raise InputError(f"{name} line {number}: trace_id is not text", code="invalid_export",
-                         line=number)
-    if row["type"] not in SCHEMA_VERSIONS:
-        raise InputError(f"{name} line {number}: unknown event type {row['type']!r}",
-                         code="invalid_export", line=number)
-    try:
-        payload = json.loads(row["payload"])
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{name} line {number}: payload is not JSON", code="invalid_export",
-                         line=number) from exc
-    parse_event(upcast(row["type"], row["schema_version"], payload))  # InputError if invalid
-    return row
-
-
-def _check_blob(blob: dict[str, Any], name: str, number: int) -> bytes:
-    try:
-        data = base64.b64decode(blob["base64"], validate=True)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputError(f"{name} line {number}: blob data is not base64",
-                         code="invalid_export", line=number) from exc
-    if hashlib.sha256(data).hexdigest() != blob.get("sha256"):
-        raise InputError(f"{name} line {number}: blob bytes do not match their sha256",
-                         code="invalid_export", line=number)
-    return data
+    checker.finish()

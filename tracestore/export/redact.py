@@ -31,7 +31,9 @@ CONTAINED_MIN = 16
 
 
 def digest(text: str) -> str:
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """``sha256:<hex>`` of the text's UTF-8 bytes; a lone surrogate (a valid JSON escape the
+    store keeps faithfully) is hashed as its 3 surrogatepass bytes, as the projections do."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def replace_texts(value: Any, texts: set[str]) -> Any:

@@ -67,6 +67,8 @@ METADATA_MISSING: Final = "metadata_missing"
 NO_PROFILE: Final = "no_profile"
 EMPTY_ANSWER: Final = "empty_answer"
 INLINE_REASONING_TEXT: Final = "inline_reasoning_text"
+# issue 26 (robustness): a task-rule pattern ran past its time bound on this answer
+RULE_TIMEOUT: Final = "rule_timeout"
 
 # --- structured answers (seeds 000 and 004): released / not released ---------------------
 CONTRACT_ACCEPTED: Final = "contract_accepted"
@@ -188,6 +190,9 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     DRAIN_RESET: "The transport was reset.",
     SEMANTIC_REJECTED: "The answer failed the task's semantic rule.",
     NO_SEMANTIC_RULE: "The trace carries no semantic rule, so no answer can be accepted.",
+    # issue 26
+    RULE_TIMEOUT: "A task-rule pattern ran past its time bound on this answer (catastrophic "
+                  "backtracking); the answer is neither accepted nor rejected: held.",
     TOOL_USE_NOT_ALLOWED: "A tool call (or tool_use stop reason) in a profile without tools; "
                           "never dispatched, never stringified into the answer.",
     UNEXPECTED_TEXT_BLOCK: "More text blocks than the profile allows.",

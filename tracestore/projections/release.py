@@ -202,6 +202,8 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
     if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
         return _Outcome(R.HELD, (R.NO_SEMANTIC_RULE,))
     verdict = judge(rule, fold.text())
+    if verdict.timed_out:  # issue 26: a pattern ran past its bound: no verdict, held
+        return _Outcome(R.HELD, (R.RULE_TIMEOUT,), verdict)
     if verdict.verdict == "accepted":
         return _Outcome(R.RELEASED, (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.SEMANTIC_ACCEPTED),
                         verdict)
@@ -231,6 +233,8 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
         return _Outcome(R.RELEASED, released, verdict=verdict)
     answer = verdict.reply.get(contract.doc.answer_field) if verdict.reply else None
     judged = judge(rule, answer if isinstance(answer, str) else "")
+    if judged.timed_out:
+        return _Outcome(R.HELD, (R.RULE_TIMEOUT,), judged, verdict)
     if judged.verdict == "accepted":
         return _Outcome(R.RELEASED, released + (R.SEMANTIC_ACCEPTED,), judged, verdict)
     return _Outcome(R.REJECTED, (R.SEMANTIC_REJECTED,), judged, verdict)

@@ -18,6 +18,7 @@ against it with ``jsonschema`` and turns the first error into one sentence namin
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tracestore.errors import InputError
@@ -218,4 +219,33 @@ def _check_capture_step(index: int, step: dict[str, Any], provider: str, api: An
                                   f"played capture {path} up to byte {reached}")
 
 
-__all__ = ["SCENARIO_SCHEMA", "expand_capture_steps", "validate_scenario_json"]
+def capture_path(scenario: Path, name: str, *, cwd: Path | None = None) -> Path:
+    """Where a capture step's file is: beside the scenario, else in the working directory,
+    and never outside the folder it is found in (issue 26).
+
+    Refused (``capture_path_escapes``): an absolute path, a ``..`` component, and a name
+    that resolves -- through symlinks -- outside that folder.  A scenario from elsewhere
+    can therefore not make ``replay`` read (and store) ``/etc/shadow`` or ``~/.ssh/id_rsa``.
+    """
+    import os
+
+    relative = Path(name)
+    if relative.is_absolute() or ".." in relative.parts or "\x00" in name:
+        raise InputError(f"capture path {name!r} must be relative to the scenario's folder, "
+                         "without '..'", code="capture_path_escapes", capture=name)
+    roots = [scenario.parent, cwd if cwd is not None else Path.cwd()]
+    for root in roots:
+        candidate = root / relative
+        if not os.path.lexists(candidate):
+            continue
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(candidate)
+        if os.path.commonpath([real_root, real]) != real_root:
+            raise InputError(f"capture path {name!r} leads outside {root} (through a "
+                             "symlink)", code="capture_path_escapes", capture=name)
+        return candidate
+    return scenario.parent / relative  # does not exist: the reader says file_not_found
+
+
+__all__ = ["SCENARIO_SCHEMA", "capture_path", "expand_capture_steps",
+           "validate_scenario_json"]

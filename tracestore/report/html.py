@@ -4,7 +4,10 @@ Self-contained means: inline CSS, no script, no font, image or link that would m
 browser fetch anything; a Content-Security-Policy of ``default-src 'none'`` says the same
 to the browser, so even a mistake in escaping could not load or run anything.  Escaping is
 still the defence: every model text goes through Jinja2's autoescape and none is marked
-safe.
+safe.  Before escaping, every value shown goes through the one neutralizer
+(``tracestore.neutralize.visible``, the terminal's and the records'): NUL, ESC, C1 controls
+such as the 8-bit CSI U+009B, bidi controls, U+2028/9 and lone surrogates become visible
+``\\xNN`` / ``\\uNNNN`` text, never raw bytes in the page (issue 26 item 3).
 """
 
 from __future__ import annotations
@@ -31,7 +34,22 @@ def _environment() -> Any:
         autoescape=True,  # every template, whatever its file name
         undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True,
+        finalize=_neutralized,
     )
+
+
+def _neutralized(value: Any) -> Any:
+    """Every ``{{ }}`` value, made inert as in every other output (line feeds and tabs are
+    layout here, kept); markup the templates build (macros) keeps its safe mark."""
+    from markupsafe import Markup
+
+    from tracestore.neutralize import visible
+
+    if isinstance(value, Markup):
+        return Markup(visible(str(value), keep="\n\t"))
+    if isinstance(value, str):
+        return visible(value, keep="\n\t")
+    return value
 
 
 def render_html(report: TraceReport, *, version: str) -> str:

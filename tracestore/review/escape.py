@@ -12,8 +12,9 @@ Markdown table cells (``md_cell``), decided rules:
   no code span, emphasis, strikethrough (which would change what a value *says*), link,
   image or math.  ``_`` is escaped too, except between two letters/digits where
   CommonMark cannot read it as emphasis — so ``end_turn`` stays readable in the raw file.
-* Every other control character (C0 incl. tab and lone CR, DEL, C1), and the bidi
-  overrides that make text read differently from its bytes, become visible ``\\xNN`` /
+* Every other control character (C0 incl. tab and lone CR, DEL, C1), the bidi
+  controls that make text read differently from its bytes, U+2028/U+2029 and lone
+  surrogates -- the one set of ``tracestore.neutralize`` -- become visible ``\\xNN`` /
   ``\\uNNNN`` text; nothing is silently removed.
 * Not escaped: ``#``, ``>`` block quotes, list markers and the like — a table cell holds
   inline content only, so they cannot start a block there; bare URLs that GitHub
@@ -31,19 +32,13 @@ markup, so ANSI escapes and ``[bold]`` are shown, never obeyed.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Final
 
-_CONTROL: Final = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_JSON_RAW: Final = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+from tracestore.neutralize import UNSAFE as _CONTROL
+from tracestore.neutralize import json_escaped, visible_control
+
 _BACKSLASHED: Final = frozenset("\\|`*~[]$")
 _ENTITIES: Final = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-
-
-def visible_control(char: str) -> str:
-    """``\\x1b`` for a C0/C1 control, ``\\u202e`` for a bidi override."""
-    code = ord(char)
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def _underscore(text: str, i: int) -> str:
@@ -83,4 +78,4 @@ def json_text(value: Any, *, indent: int | None = 2, compact: bool = False,
     separators = (",", ":") if compact else None
     text = json.dumps(value, ensure_ascii=False, indent=None if compact else indent,
                       separators=separators, default=default)
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return json_escaped(text)

@@ -141,9 +141,11 @@ def load_template(name: str = DEFAULT_TEMPLATE) -> Template:
                        code="unknown_template", template=name)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"template {name!r} is not valid JSON: {exc}",
-                         code="invalid_template", template=name) from exc
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        # ValueError: JSON syntax and 5,000-digit numbers; RecursionError: 100k-deep nesting
+        # (issue 26's hostile-input suite), both plain invalid templates.
+        raise InputError(f"template {name!r} is not valid JSON: {str(exc)[:200]}",
+                         code="invalid_template", template=name) from None
     return parse_template(data, name=name)
 
 

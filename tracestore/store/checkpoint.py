@@ -62,29 +62,82 @@ def generate_key() -> tuple[bytes, bytes]:
     return private, public
 
 
-def write_key_pair(path: Path) -> Path:
-    """Write the private key to ``path`` (mode 0600, never overwritten) and the public key
-    to ``path.pub``; return the public key's path."""
-    private, public = generate_key()
+#: Largest key or checkpoint file read (a PEM key is ~120 bytes, a checkpoint ~300):
+#: ``--key /dev/zero`` is refused here instead of growing until MemoryError.
+MAX_SMALL_FILE = 64 * 1024
+
+
+def read_small(path: Path, what: str, code: str) -> bytes:
+    """The bytes of a small file, refused (``input_too_large``) past ``MAX_SMALL_FILE``."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        raise InputError(f"{path} already exists; a signing key is never overwritten",
-                         code="key_exists", path=str(path)) from None
-    with os.fdopen(fd, "wb") as out:
-        out.write(private)
+        with path.open("rb") as source:
+            data = source.read(MAX_SMALL_FILE + 1)
+    except OSError as exc:
+        raise InputError(f"cannot read {what} {path}: {exc.strerror}", code=code,
+                         path=str(path)) from None
+    if len(data) > MAX_SMALL_FILE:
+        raise InputError(f"{what} {path} is larger than {MAX_SMALL_FILE} bytes",
+                         code="input_too_large", path=str(path), limit=MAX_SMALL_FILE)
+    return data
+
+
+def write_key_pair(path: Path) -> Path:
+    """Write the private key to ``path`` (mode 0600) and the public key to ``path.pub``;
+    return the public key's path.
+
+    Never overwritten, never half-written (issue 26): each key is written and synced to a
+    fresh temp file in the same folder, then hard-linked to its name -- ``link`` fails when
+    the name exists, *including as a symlink* (a ``FILE.pub`` planted as a link to another
+    file is refused, never written through), and a full disk fails before any key file
+    exists.  Both names appear, or neither.
+    """
+    private, public = generate_key()
     public_path = path.with_name(path.name + ".pub")
-    public_path.write_bytes(public)
+    for name in (path, public_path):
+        if os.path.lexists(name):
+            raise InputError(f"{name} already exists; a signing key is never overwritten",
+                             code="key_exists", path=str(name))
+    temps: list[Path] = []
+    linked: list[Path] = []
+    try:
+        for data, mode in ((private, 0o600), (public, 0o644)):
+            temps.append(_synced_temp(path.parent, data, mode))
+        for temp, name in zip(temps, (path, public_path)):
+            try:
+                os.link(temp, name)
+            except FileExistsError:
+                raise InputError(f"{name} already exists; a signing key is never overwritten",
+                                 code="key_exists", path=str(name)) from None
+            linked.append(name)
+    except BaseException:
+        for name in linked:
+            name.unlink(missing_ok=True)
+        raise
+    finally:
+        for temp in temps:
+            temp.unlink(missing_ok=True)
     return public_path
+
+
+def _synced_temp(folder: Path, data: bytes, mode: int) -> Path:
+    import secrets
+
+    temp = (folder if str(folder) else Path(".")) / f".key-{secrets.token_hex(6)}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp
 
 
 def _key_text(path: Path | None) -> bytes:
     if path is not None:
-        try:
-            return path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read key {path}: {exc.strerror}", code="key_unreadable",
-                             path=str(path)) from None
+        return read_small(path, "key", "key_unreadable")
     text = os.environ.get(KEY_ENV, "")
     if not text.strip():
         raise InputError(f"no checkpoint key: pass --key FILE or set ${KEY_ENV} "
@@ -133,12 +186,10 @@ def sign(position: int, head_hash: str, time: str, key_path: Path | None) -> Che
 
 
 def read_checkpoint(path: Path) -> Checkpoint:
+    raw = read_small(path, "checkpoint", "file_not_found")
     try:
-        data = json.loads(path.read_bytes())
-    except OSError as exc:
-        raise InputError(f"cannot read checkpoint {path}: {exc.strerror}",
-                         code="file_not_found", path=str(path)) from None
-    except ValueError as exc:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
         raise InputError(f"{path} is not a checkpoint: {exc}", code="invalid_checkpoint",
                          path=str(path)) from None
     if (not isinstance(data, dict) or sorted(data) != list(_FIELDS)

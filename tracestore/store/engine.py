@@ -10,6 +10,11 @@ SQLite facts that shape this module (see docs/store.md):
 * Readers use a second engine with a plain deferred ``BEGIN``; in WAL mode they never block
   writers and never take the write lock.
 * WAL persists in the file; ``busy_timeout`` and ``synchronous`` are per connection.
+* Read-only commands (``verify``, ``events``, ``export`` …) open a SQLite file read-only
+  (issue 26 item 7): ``file:…?mode=ro``, and on an archive nobody can write -- neither the
+  file nor its folder writable, no ``-wal`` file beside it -- also ``immutable=1``, because
+  a WAL database otherwise needs to create its ``-shm`` file next to it.  Nothing is
+  written: no WAL switch, no migration.
 """
 
 from __future__ import annotations
@@ -41,10 +46,17 @@ def resolve_url(url: str | None) -> str:
     chosen = url or os.environ.get(ENV_VAR) or DEFAULT_URL
     if "://" not in chosen:  # a bare path is a SQLite file; be kind to people
         chosen = f"sqlite:///{chosen}"
+    from tracestore.masking import masked_url
+
     try:
-        make_url(chosen)
-    except ArgumentError as exc:
-        raise InputError(f"{chosen!r} is not a database URL", code="invalid_db_url") from exc
+        parsed = make_url(chosen)
+        parsed.port  # noqa: B018 - a port that is not a number fails here, not in the driver
+    except (ArgumentError, ValueError) as exc:
+        raise InputError(f"{masked_url(chosen)!r} is not a database URL",
+                         code="invalid_db_url") from None if isinstance(exc, ValueError) else exc
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise InputError(f"{masked_url(chosen)!r} names port {parsed.port}, which is not "
+                         "between 1 and 65535", code="invalid_db_url")
     return chosen
 
 
@@ -85,7 +97,30 @@ def _sqlite_pragmas(dbapi_conn: Any, wal: bool) -> None:
     cursor.close()
 
 
-def make_engines(url: str) -> tuple[Engine, Engine]:
+def read_only_uri(path: str) -> str:
+    """The SQLite URI opening ``path`` read-only (``immutable=1`` on an unwritable archive)."""
+    from urllib.parse import quote
+
+    absolute = os.path.abspath(path)
+    folder = os.path.dirname(absolute)
+    wal = absolute + "-wal"
+    archived = (not os.access(absolute, os.W_OK) and not os.access(folder, os.W_OK)
+                and (not os.path.exists(wal) or os.path.getsize(wal) == 0))
+    return f"file:{quote(absolute)}?mode=ro" + ("&immutable=1" if archived else "")
+
+
+def _read_only_engine(url: str) -> Engine:
+    import sqlite3
+
+    uri = read_only_uri(make_url(url).database or "")
+    timeout_s = SQLITE_BUSY_TIMEOUT_MS / 1000
+    engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(
+        uri, uri=True, timeout=timeout_s, check_same_thread=False))
+    _install_sqlite_hooks(engine, immediate=False, wal=False)
+    return engine
+
+
+def make_engines(url: str, *, read_only: bool = False) -> tuple[Engine, Engine]:
     """Return ``(write_engine, read_engine)`` for ``url``.
 
     For SQLite the write engine begins every transaction with ``BEGIN IMMEDIATE``.  An
@@ -104,6 +139,9 @@ def make_engines(url: str) -> tuple[Engine, Engine]:
                 f"the database driver for {make_url(url).drivername} is not installed "
                 f"({exc.name}); for PostgreSQL: pip install 'tracestore[postgres]'",
                 code="driver_missing") from exc
+        return engine, engine
+    if read_only and not is_memory_sqlite(url):
+        engine = _read_only_engine(url)
         return engine, engine
     if is_memory_sqlite(url):
         engine = create_engine(

@@ -139,13 +139,23 @@ class EventStore(LogReads):
     """An event log in a SQL database (SQLite file by default)."""
 
     def __init__(self, url: str | None = None, *, migrate_schema: bool = True,
-                 create: bool = True) -> None:
-        """Open the log at ``url``; ``create=False`` (read-only commands) refuses to create
-        a database or its tables where none exists (``NotFound``, code ``no_store``)."""
+                 create: bool = True, read_only: bool = False) -> None:
+        """Open the log at ``url``; ``create=False`` refuses to create a database or its
+        tables where none exists (``NotFound``, code ``no_store``); ``read_only`` (implies
+        ``create=False``) opens a SQLite file read-only and never migrates, so an archived
+        store on a read-only mount can be verified."""
         self.url = engines.resolve_url(url)
+        create = create and not read_only
         if not create:
             engines.require_existing_file(self.url)
-        self._writer, self._reader = engines.make_engines(self.url)
+        self._writer, self._reader = engines.make_engines(self.url, read_only=read_only)
+        if read_only and engines.is_sqlite(self.url):
+            try:
+                migrate.require_current(self._reader, self.url)
+            except BaseException:
+                self.close()
+                raise
+            migrate_schema = False
         self._dialect = self._writer.dialect.name
         mark = self._mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
         self._insert_sql = (

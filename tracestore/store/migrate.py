@@ -116,6 +116,38 @@ def _require_tables(engine: Engine, url: str) -> None:
         raise no_store(url)
 
 
+#: The advisory lock key migrations take on PostgreSQL ("tracest" as a 64-bit integer).
+MIGRATION_LOCK_KEY = int.from_bytes(b"tracest\x00", "big") >> 1
+
+
+def require_current(read_engine: Engine, url: str) -> None:
+    """For a store opened read-only: ours and at SCHEMA_HEAD, checked with reads only."""
+    if _is_current(read_engine):
+        return
+    _require_tables(read_engine, url)
+    from tracestore.masking import masked_url
+
+    try:
+        with read_engine.connect() as conn:
+            _check_ours(conn, masked_url(url))
+            current = current_revision(conn)
+    except (DatabaseError, OperationalError) as exc:
+        message = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
+        if "not a database" in message or "file is encrypted" in message:
+            raise StoreError(f"{masked_url(url)} is not a SQLite database",
+                             code="not_our_database") from exc
+        raise StoreError(f"cannot open {masked_url(url)} read-only: {message}",
+                         code="database_unavailable") from exc
+    if current is not None and current not in known_revisions(alembic_config()):
+        raise StoreError(
+            f"{masked_url(url)} is at schema revision {current}, newer than this tracestore "
+            f"knows ({SCHEMA_HEAD}); upgrade tracestore to use it", code="schema_too_new",
+            revision=current)
+    raise StoreError(f"{masked_url(url)} is at schema revision {current}, not {SCHEMA_HEAD}; "
+                     "a read-only command cannot upgrade it (run tracestore init on a "
+                     "writable copy)", code="schema_not_current", revision=current)
+
+
 def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *,
             create: bool = True) -> str:
     """Bring the database to the newest migration; return the revision it is at.
@@ -134,6 +166,13 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
     head = SCHEMA_HEAD
     try:
         with write_engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                # PostgreSQL's DDL does not serialize itself: 8 processes creating the tables
+                # of an empty database at once failed 0-4 of 8 (duplicate pg_type rows,
+                # "relation already exists").  One transaction-scoped advisory lock makes
+                # them take turns; the later ones then find the schema current below.
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
+                             {"key": MIGRATION_LOCK_KEY})
             _check_ours(conn, url)
             current = current_revision(conn)
             if current == head:
@@ -150,5 +189,8 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
         message = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
         if "not a database" in message or "file is encrypted" in message:
             raise StoreError(f"{url} is not a SQLite database", code="not_our_database") from exc
-        raise StoreError(f"cannot open {url}: {message}", code="database_unavailable") from exc
+        from tracestore.masking import mask_secrets, masked_url
+
+        raise StoreError(f"cannot open {masked_url(url)}: {mask_secrets(message)}",
+                         code="database_unavailable") from exc
     return head
