@@ -84,6 +84,8 @@ def export(
     if endpoint is not None and out is not None:
         raise InputError("--endpoint sends OTLP spans: use it without --out",
                          code="invalid_option")
+    if endpoint is not None:  # as typed: an empty --endpoint is refused, not "unset"
+        _check_endpoint(endpoint)
     if fmt is ExportFormat.otlp:
         # The standard variables: an OTEL_EXPORTER_OTLP_*ENDPOINT sends unless --out is given.
         endpoint = endpoint if out is not None else endpoint_from(endpoint)
@@ -92,8 +94,6 @@ def export(
     if annotate is not None and (fmt is not ExportFormat.otlp or out is not None):
         raise InputError("--annotations posts to an OTLP endpoint: use it with --format "
                          "otlp and without --out", code="invalid_option")
-    if endpoint is not None:
-        _check_endpoint(endpoint)
     lost, annotated = 0, None
     with open_store(db, create=False, read_only=True) as store:
         if trace is not None and trace not in store.trace_ids():

@@ -155,7 +155,9 @@ def attempts(
     filters = qi.QueueFilter(status=status, reason=reason, api=api, trace=trace, since=since,
                              until=until, has_violations=has_violations,
                              review_state=review_state, violation=violation)
-    with open_store(db, create=False) as store:
+    from tracestore.store.engine import cannot_write, resolve_url
+
+    with open_store(db, create=False, read_only=cannot_write(resolve_url(db))) as store:
         listing = qi.select_attempts(store, filters)
     if as_json:
         emit_json({"attempts": listing})

@@ -290,7 +290,38 @@ def select_attempts(store: EventStore, f: QueueFilter) -> list[dict[str, Any]]:
     if f.trace is not None and not store.read(trace_id=f.trace, limit=1):
         raise NotFound(f"no trace {f.trace!r} in the log", code="trace_not_found",
                        trace_id=f.trace)
+    if store.read_only and _behind(store):  # an archive: judge it here, write nothing
+        return _attempts_in_memory(store, f, since, until)
     sync(store)
     return query_attempts(store, status=f.status, reason=f.reason, api=f.api, trace=f.trace,
                           since=since, until=until, has_violations=f.has_violations,
                           review_state=f.review_state, violation=f.violation)
+
+
+def _attempts_in_memory(store: EventStore, f: QueueFilter, since: str | None,
+                        until: str | None) -> list[dict[str, Any]]:
+    """The queue of a store that cannot be written (a read-only archive whose index is
+    behind): the same rows and filters as the index, computed trace by trace in memory."""
+    from tracestore.review.queue import trace_rows
+
+    traces = [f.trace] if f.trace is not None else store.trace_ids()
+    rows = [a for t in traces for a in trace_rows(store.read(trace_id=t), t)[0]]
+
+    def keep(a: Any) -> bool:
+        return ((f.status is None or a.status == f.status)
+                and (f.api is None or a.api == f.api)
+                and (since is None or a.started_at >= since)
+                and (until is None or a.started_at <= until)
+                and (f.review_state is None or a.review_state == f.review_state)
+                and (f.reason is None or f.reason in a.reasons)
+                and (f.violation is None or f.violation in a.violation_codes)
+                and (f.has_violations is None or (a.violations > 0) == f.has_violations))
+
+    return [{"attempt_id": a.attempt_id, "trace_id": a.trace_id, "api": a.api,
+             "events": a.events, "first_position": a.first_position,
+             "started_at": a.started_at, "status": a.status,
+             "first_reason": a.reasons[0] if a.reasons else None, "reasons": list(a.reasons),
+             "violations": a.violations,
+             "violation_codes": [c for c in a.violation_codes if ":" not in c],
+             "review_state": a.review_state}
+            for a in sorted(filter(keep, rows), key=lambda a: a.first_position)]

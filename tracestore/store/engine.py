@@ -97,6 +97,16 @@ def _sqlite_pragmas(dbapi_conn: Any, wal: bool) -> None:
     cursor.close()
 
 
+def cannot_write(url: str) -> bool:
+    """Whether ``url`` is a SQLite file this process cannot write (the file or its folder,
+    where SQLite keeps its ``-wal`` and ``-shm``): an archive, opened read-only."""
+    if not is_sqlite(url) or is_memory_sqlite(url):
+        return False
+    absolute = os.path.abspath(make_url(url).database or "")
+    return os.path.exists(absolute) and not (
+        os.access(absolute, os.W_OK) and os.access(os.path.dirname(absolute), os.W_OK))
+
+
 def read_only_uri(path: str) -> str:
     """The SQLite URI opening ``path`` read-only (``immutable=1`` on an unwritable archive)."""
     from urllib.parse import quote

@@ -145,6 +145,7 @@ class EventStore(LogReads):
         ``create=False``) opens a SQLite file read-only and never migrates, so an archived
         store on a read-only mount can be verified."""
         self.url = engines.resolve_url(url)
+        self.read_only = read_only
         create = create and not read_only
         if not create:
             engines.require_existing_file(self.url)
