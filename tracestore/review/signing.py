@@ -48,17 +48,10 @@ def _crypto() -> Any:
 
 
 def load_key(pem: bytes, *, what: str = "reviewer key") -> Any:
-    serialization, ed25519 = _crypto()
-    try:
-        if b"PRIVATE KEY" in pem:
-            key = serialization.load_pem_private_key(pem, password=None)
-        else:
-            key = serialization.load_pem_public_key(pem)
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"the {what} is not a PEM key: {exc}", code="invalid_key") from None
-    if not isinstance(key, (ed25519.Ed25519PrivateKey, ed25519.Ed25519PublicKey)):
-        raise InputError(f"the {what} is not an Ed25519 key", code="invalid_key")
-    return key
+    """An Ed25519 private or public key from PEM bytes (``invalid_key`` otherwise)."""
+    from tracestore.store.checkpoint import load_ed25519_pem
+
+    return load_ed25519_pem(pem, what=what)
 
 
 def public_of(key: Any) -> Any:

@@ -146,8 +146,9 @@ def _key_text(path: Path | None) -> bytes:
     return text.encode("utf-8")
 
 
-def _load(pem: bytes) -> Any:
-    """The key in ``pem``: an Ed25519 private or public key object."""
+def load_ed25519_pem(pem: bytes, *, what: str = "checkpoint key") -> Any:
+    """The key in ``pem``: an Ed25519 private or public key object, or ``invalid_key``
+    naming ``what`` it was meant to be (checkpoints and reviewer signatures share this)."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
                                                                    Ed25519PublicKey)
@@ -158,11 +159,13 @@ def _load(pem: bytes) -> Any:
         else:
             key = serialization.load_pem_public_key(pem)
     except (ValueError, TypeError) as exc:
-        raise InputError(f"the checkpoint key is not a PEM key: {exc}",
-                         code="invalid_key") from None
+        raise InputError(f"the {what} is not a PEM key: {exc}", code="invalid_key") from None
     if not isinstance(key, (Ed25519PrivateKey, Ed25519PublicKey)):
-        raise InputError("the checkpoint key is not an Ed25519 key", code="invalid_key")
+        raise InputError(f"the {what} is not an Ed25519 key", code="invalid_key")
     return key
+
+
+_load = load_ed25519_pem
 
 
 def _key_id(public_key: Any) -> str:
