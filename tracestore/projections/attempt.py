@@ -49,6 +49,15 @@ _FRAME_RULE_ERRORS = frozenset({"sequence_gap", "binding_mismatch", "frame_after
 #: Observation kinds that carry no content and need no judgement.
 _BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive"})
 
+#: Issue 19 (T8's own failure mode): the APIs whose streams open with a start frame
+#: (Bedrock ``messageStart``, Anthropic ``message_start``, Responses ``response.created``).
+#: Content before it, a second one, or a Responses ``sequence_number`` going back is a frame
+#: of another stream -- what a harness that routes a late callback into "the current
+#: attempt" produces -- and holds the release.
+_GRAMMAR_APIS = frozenset({"bedrock-converse-stream", "anthropic-messages",
+                           "openai-responses"})
+_CONTENT_KINDS = frozenset({"text_delta", "reasoning_delta", "block_start", "final_text"})
+
 #: ``raw`` observations of these block types are reasoning in another form (a Bedrock or
 #: Anthropic signature, Bedrock ``redactedContent``, a Gemini Interactions thought
 #: signature): reasoning all the same, so a profile without reasoning holds them.
@@ -91,6 +100,10 @@ class AttemptFold:
         self.superseded_at: int | None = None
         self.superseded_by: str | None = None
         self._inline_tags_scan = InlineTagScanner()
+        self._grammar = self.started.api in _GRAMMAR_APIS
+        self._message_started = False
+        self._early: int | None = None  # where content came before any start frame
+        self._sequence: int | None = None  # the last Responses sequence_number
         self._view: AttemptView | None = None  # the last view built; any apply drops it
         self._joined: str | None = None  # the joined candidate text; a new piece drops it
         self._block_texts: dict[int | None, str] = {}  # each block joined; a new piece drops its block's
@@ -164,8 +177,36 @@ class AttemptFold:
         if self.normalizer is None:
             self._anomaly(position, R.UNKNOWN_NATIVE_FORM, frame.api, "no normalizer")
             return
+        if self._grammar and self.started.api == "openai-responses":
+            self._check_sequence(position, frame.native)
         for obs in self.normalizer.feed(frame.native, frame.event_name):
+            if self._grammar:
+                self._check_grammar(position, obs)
             self._observe(position, obs)
+
+    def _check_sequence(self, position: int, native: Any) -> None:
+        seq = native.get("sequence_number") if isinstance(native, Mapping) else None
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return
+        if self._sequence is not None and seq < self._sequence:  # a repeat is not a regress
+            self._anomaly(position, R.SEQUENCE_NUMBER_REGRESSED, str(native.get("type")),
+                          f"{seq} after {self._sequence}")
+        self._sequence = seq
+
+    def _check_grammar(self, position: int, obs: Observation) -> None:
+        """Content followed by the stream's own start frame is a frame of another stream
+        (the T8 routing bug); a stream with no start frame at all (a resumed Responses
+        stream, a hand-built fragment) proves nothing and is left to the other rules."""
+        if obs.kind == "message_start":
+            if self._message_started:
+                self._anomaly(position, R.SECOND_MESSAGE_START, obs.native_type)
+            elif self._early is not None:
+                self._anomaly(position, R.CONTENT_BEFORE_START, obs.native_type,
+                              f"content at #{self._early}")
+            self._message_started = True
+        elif not self._message_started and self._early is None and (
+                obs.kind in _CONTENT_KINDS or obs.kind.startswith("tool_call")):
+            self._early = position
 
     def _event_rules(self, position: int, frame: FrameReceived) -> None:
         """Seed 004's event contract over what the endpoint sent; the terminal's envelope

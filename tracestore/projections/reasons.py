@@ -147,6 +147,11 @@ SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
 ANSWER_MISMATCH: Final = "answer_mismatch"
 PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
 READBACK_MISMATCH: Final = "readback_mismatch"
+# issue 19 (T8's own failure mode): a frame out of its provider's stream grammar
+CONTENT_BEFORE_START: Final = "content_before_start"
+SECOND_MESSAGE_START: Final = "second_message_start"
+SEQUENCE_NUMBER_REGRESSED: Final = "sequence_number_regressed"
+
 # issue 18: a write recorded on one attempt holding another attempt's text; a partial
 # answer shown as cut off that is not what the policy allows
 MISATTRIBUTED_DESTINATION_WRITE: Final = "misattributed_destination_write"
@@ -309,6 +314,14 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     PROGRESS_NOT_FIXED: "A progress write whose text is not the fixed progress string.",
     READBACK_MISMATCH: "A destination, read back by the application, holds other text than "
                        "the released answer (or, before release, than the progress text).",
+    CONTENT_BEFORE_START: "Content (a delta, a block, a tool call) arrived before the "
+                          "stream's start frame (Bedrock messageStart, Anthropic "
+                          "message_start, Responses response.created): a frame of another "
+                          "stream, e.g. a late callback routed into the current attempt.",
+    SECOND_MESSAGE_START: "A second start frame in one attempt: two streams' frames in one "
+                          "attempt.",
+    SEQUENCE_NUMBER_REGRESSED: "A Responses sequence_number did not increase: a frame of "
+                               "another stream, or one replayed.",
     MISATTRIBUTED_DESTINATION_WRITE: "A write recorded on one attempt holds exactly another "
                                      "attempt's text: it is judged as that attempt's write.",
     CUT_OFF_WRITE_NOT_ALLOWED: "A write marked as cut off that the policy does not allow: "
