@@ -29,6 +29,17 @@ RETRY_LATER = frozenset({
     "invalid_json", "invalid_schema", "interrupted", "stream_error", "untrusted_value",
     "invalid_answer_json", "invalid_answer_schema", "unknown_context_citation", "stopped",
 })
+#: Provider error codes that a retry cannot fix: the request, the key or the account must
+#: change first (Anthropic's error types; OpenAI's and Gemini's codes and statuses, as their
+#: SDKs and API references document them).  A retry button on these only fails again.
+NOT_RETRYABLE_ERRORS = frozenset({
+    "authentication_error", "permission_error", "invalid_request_error", "not_found_error",
+    "request_too_large", "billing_error",
+    "invalid_api_key", "insufficient_quota", "model_not_found", "context_length_exceeded",
+    "invalid_prompt", "unsupported_parameter", "content_filter",
+    "INVALID_ARGUMENT", "PERMISSION_DENIED", "UNAUTHENTICATED", "NOT_FOUND",
+    "FAILED_PRECONDITION", "400", "401", "403", "404",
+})
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: Envelope codes that are not release reasons (documented in docs/release-policy.md).
 ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped",
@@ -94,6 +105,9 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
         return _error(code if isinstance(code, str) and _CODE.fullmatch(code)
                       else "stream_error")
     if status == R.FAILED:
+        codes = {e.error_code for e in getattr(view, "errors", ()) if e.error_code}
+        if codes & NOT_RETRYABLE_ERRORS:  # e.g. Anthropic authentication_error
+            return Envelope("error", SORRY, "stream_error", False)
         return _error("stream_error")
     if status == R.REJECTED and decision.contract is not None and \
             decision.contract.verdict is not None and not decision.contract.verdict.ok:
