@@ -38,14 +38,21 @@ TEXT_DIFFERENCES = {
         "a second response.created after response.completed",
 }
 
-#: NOT FIXED YET (issue 19 item 2): legacy /v1/completions streams are taken for openai-chat
-#: and their ``choices[].text`` is not read. Remove each line when its fix lands.
-KNOWN_WRONG_TEXT = {
-    "openai-other/ddt__openai_completions_post_1dd33b11.sse",
-    "openai-other/ddt__openai_completions_post_4eee919c.sse",
-    "openai-other/ddt__openai_completions_post_6e95e620.sse",
-    "openai-other/ddt__openai_completions_post_8af08079.sse",
-    "vercel-chunks/openai/vercel__openai-completion-text.chunks.txt",
+#: The label each body may get, from its recording's own URL (index.jsonl ``api``) and, for
+#: vercel chunk fixtures, its provider folder: a stream no normalizer here reads is refused
+#: (``None``), never given another API's label (issue 19: legacy completions, Bedrock
+#: InvokeModel/InvokeAgent and Cohere v1 once were).
+LABELS_BY_API = {
+    "chat": {"openai-chat", "xai"}, "messages": {"anthropic-messages"},
+    "responses": {"openai-responses"}, "converse-stream": {"bedrock-converse-stream"},
+    "sse": {"gemini"}, "json-array": {"gemini", "openai-chat"}, "/api/chat": {"ollama"},
+    "completions": {None}, "invoke-with-response-stream": {None}, "chat-native": {None},
+}
+LABELS_BY_CHUNK_VENDOR = {
+    "anthropic": {"anthropic-messages"}, "amazon-bedrock": {"bedrock-converse-stream"},
+    "google": {"gemini"}, "cohere": {None}, "xai": {"xai"},
+    "azure": {"openai-chat", "openai-responses"}, "openai": {"openai-chat", "openai-responses", None},
+    "open-responses": {"openai-responses"},
 }
 
 
@@ -144,8 +151,34 @@ def test_answer_text_equals_the_sdks(pairs: list[Pair]) -> None:
         got = _tracestore_text(p.reading)
         if got != (p.oracle.text, p.oracle.refusal):
             differs[p.name] = (got[0][:40], p.oracle.text[:40])
-    assert set(differs) == set(TEXT_DIFFERENCES) | KNOWN_WRONG_TEXT, differs
-    assert compared == 977
+    assert set(differs) == set(TEXT_DIFFERENCES), differs
+    assert compared == 972  # the 5 legacy completions bodies are refused, not compared
+
+
+def test_every_label_is_the_bodys_own_api_or_a_refusal(pairs: list[Pair]) -> None:
+    wrong = {}
+    for entry, p in zip(INDEX, pairs):
+        label = p.reading.provider if p.reading is not None else None
+        if entry["api"] == "chunks":
+            allowed = LABELS_BY_CHUNK_VENDOR.get(entry["vendor"], {"openai-chat"})
+        else:
+            allowed = LABELS_BY_API.get(entry["api"], {"openai-chat", "openai-responses",
+                                                       "anthropic-messages", "gemini"})
+        if label is not None and label not in allowed:  # a refusal is never a wrong label
+            wrong[entry["file"]] = (label, sorted(map(str, allowed)))
+    assert wrong == {}
+
+
+def test_an_unsupported_stream_is_refused_by_name() -> None:
+    cases = {"openai-other/ddt__openai_completions_post_1dd33b11.sse": "openai-completions",
+             "bedrock-invoke/ddt__meta_invoke_stream.bin": "bedrock-invoke",
+             "bedrock-other/ddt__agent_invoke.bin": "bedrock-invoke",
+             "cohere/llmcoh__prompt.ndjson": "cohere-v1"}
+    for name, kind in cases.items():
+        with pytest.raises(TracestoreError) as refused:
+            read_capture((WILD / name).read_bytes(), filename=name)
+        assert (refused.value.code, refused.value.context.get("recognized")) == (
+            "unknown_provider", kind), name
 
 
 #: Every 25th body under 40 kB (and no more than 40 of them): 1-byte chunks through both.

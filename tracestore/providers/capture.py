@@ -120,10 +120,37 @@ def _native_of(frame: Any) -> tuple[str | None, Any]:
     return event_name, strict_loads(text, offset=frame.offset)
 
 
+#: Streams whose shape is recognized but that no normalizer here reads (issue 19: each was
+#: once given a confident wrong label).  ``detect_provider`` refuses them by name.
+UNSUPPORTED_STREAMS = {
+    "openai-completions": "a legacy OpenAI /v1/completions stream (choices[].text)",
+    "bedrock-invoke": "a Bedrock InvokeModelWithResponseStream or InvokeAgent event stream "
+                      "(chunk/trace events, not ConverseStream)",
+    "cohere-v1": "a Cohere v1 chat stream (is_finished/event_type lines)",
+}
+
+
+def _unsupported_vote(native: Mapping[str, Any]) -> str | None:
+    if "is_finished" in native and isinstance(native.get("event_type"), str):
+        return "cohere-v1"
+    choices = native.get("choices")
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if native.get("object") == "text_completion" or (
+            isinstance(first, Mapping) and "text" in first and "delta" not in first):
+        return "openai-completions"
+    if len(native) == 1 and next(iter(native)) in ("chunk", "trace", "files", "returnControl"):
+        return "bedrock-invoke"
+    return None
+
+
 def _shape_vote(native: Any) -> str | None:
-    """The provider a single native's shape points to, or ``None`` when it says nothing."""
+    """The provider a single native's shape points to, or ``None`` when it says nothing
+    (a key of ``UNSUPPORTED_STREAMS`` for a shape recognized but not read here)."""
     if not isinstance(native, Mapping) or "local" in native:
         return None  # sentinels, scalars, seed-003 local labels
+    unsupported = _unsupported_vote(native)
+    if unsupported is not None:
+        return unsupported
     model = native.get("model")
     for envelope in ("response", "message"):  # Responses and Messages nest the model name
         inner = native.get(envelope)
@@ -165,15 +192,20 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
     Ollama's error shape.  Raises ``InputError(code="unknown_provider")`` when no native
     decides.
     """
-    if framing == "aws-eventstream":
-        return "bedrock-converse-stream"
     for event_name, native in first_natives:
         # Seed 004's FAQ endpoint names its events and sends text-only chunks or envelopes.
         if event_name in FAQ_EVENTS and (is_chunk(native) or is_envelope(native)):
             return "faq-endpoint"
         vote = _shape_vote(native)
+        if vote in UNSUPPORTED_STREAMS:
+            raise InputError(f"this is {UNSUPPORTED_STREAMS[vote]}: no tracestore normalizer "
+                             "reads it, so it is refused rather than judged under another "
+                             "API's rules", code="unknown_provider", framing=framing,
+                             recognized=vote)
         if vote is not None:
             return vote
+    if framing == "aws-eventstream":  # an event stream whose first messages decide nothing
+        return "bedrock-converse-stream"
     if framing == "ndjson" and any(isinstance(n, Mapping) and isinstance(n.get("error"), str)
                                    for _, n in first_natives):
         return "ollama"
