@@ -95,6 +95,11 @@ class OpenAIChatNormalizer(Normalizer):
             reasoning = as_str(delta.get("reasoning"))
         if reasoning:
             out.append(Observation("reasoning_delta", native_type, block=block, text=reasoning))
+        elif isinstance(delta.get("reasoning_details"), list) and delta["reasoning_details"]:
+            # OpenRouter's only reasoning may be opaque (``reasoning.encrypted``) details with
+            # ``reasoning`` null: reasoning in another form, as a Bedrock redactedContent.
+            out.append(Observation("raw", native_type, block=block,
+                                   block_type="redacted_reasoning"))
         content = as_str(delta.get("content"))
         if content:
             out.append(Observation("text_delta", native_type, block=block, text=content))
