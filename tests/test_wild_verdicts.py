@@ -44,3 +44,32 @@ def test_openrouter_encrypted_reasoning_details_are_held() -> None:
     api, status, reasons = decide("openrouter/pyd__openrouter_stream_with_reasoning.sse")
     assert (api, status) == ("openai-chat", "held")
     assert reasons[0] == "non_text_content"
+
+
+@pytest.mark.parametrize("name", [
+    "openrouter/pyd__openrouter_web_search_annotations_stream.sse",
+    "openrouter/pyd__openrouter_web_search_tool_usage_stream.sse",
+])
+def test_openrouter_repeated_finish_chunk_is_one_ending(name: str) -> None:
+    assert decide(name) == ("openai-chat", "released",
+                            ["normal_native_ending", "clean_drain", "semantic_accepted"])
+
+
+def _chat_stream(*chunks: str) -> bytes:
+    return b"".join(b"data: " + c.encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+def test_a_repeated_finish_with_new_content_is_still_a_second_terminal() -> None:
+    from tracestore.events import StoredEvent
+    from tracestore.ingest import plan_ingest
+
+    def chunk(content: str, finish: str | None) -> str:
+        fin = "null" if finish is None else f'"{finish}"'
+        return ('{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":'
+                f'"assistant","content":"{content}"}},"finish_reason":{fin}}}]}}')
+    body = _chat_stream(chunk("one", None), chunk("", "stop"), chunk("two", "stop"))
+    plan = plan_ingest(body, filename="x.sse", attempt_id="a", task=TOOL.ACCEPT_ANY_TEXT)
+    events = [StoredEvent(i + 1, n.id, n.stream, 1, n.event.type, 1, TOOL._STAMP, n.trace_id,
+                          n.event, "") for i, n in enumerate(plan.events)]
+    d = decide_release(events, "a")
+    assert d.status == "held" and "duplicate_terminal" in d.reasons

@@ -49,6 +49,8 @@ class OpenAIChatNormalizer(Normalizer):
         self._started = False
         # (choice index, tool index) → [id, name, fragments]
         self._calls: dict[tuple[int, int], tuple[str | None, str | None, list[str]]] = {}
+        # choice index → its finish_reason, once that choice's finish chunk arrived
+        self._finished: dict[int, str] = {}
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
         if native == DONE_SENTINEL:
@@ -112,7 +114,12 @@ class OpenAIChatNormalizer(Normalizer):
             for position_in_list, call in enumerate(calls):
                 out.extend(self._tool_fragment(native_type, block, call, position_in_list))
         finish = as_str(choice.get("finish_reason"))
+        if finish is not None and not out and self._finished.get(block) == finish:
+            # OpenRouter repeats the finish chunk (the repeat carries the usage): with no new
+            # content it is the same ending, not a second answer (the SDK sees one).
+            return [Observation("raw", native_type, block=block)]
         if finish is not None:
+            self._finished[block] = finish
             for key in sorted(k for k in self._calls if k[0] == block):
                 call_id, name, fragments = self._calls.pop(key)
                 out.append(Observation("tool_call_done", native_type, block=block,
