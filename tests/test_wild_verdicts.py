@@ -73,3 +73,18 @@ def test_a_repeated_finish_with_new_content_is_still_a_second_terminal() -> None
                           n.event, "") for i, n in enumerate(plan.events)]
     d = decide_release(events, "a")
     assert d.status == "held" and "duplicate_terminal" in d.reasons
+
+
+@pytest.mark.parametrize("name", [
+    "openai-other/ddt__openai_completions_post_1dd33b11.sse",   # legacy /v1/completions
+    "openai-other/ddt__openai_completions_post_8af08079.sse",
+    "bedrock-invoke/ddt__amazon_invoke_stream.bin",             # InvokeModelWithResponseStream
+    "bedrock-invoke/ddt__anthropic_invoke_stream.bin",
+    "bedrock-invoke/ddt__cohere_invoke_stream_single_output.bin",
+    "bedrock-invoke/ddt__meta_invoke_stream.bin",
+    "bedrock-other/ddt__agent_invoke.bin",                      # InvokeAgent
+    "bedrock-other/ddt__agent_invoke_trace_disabled.bin",
+    "cohere/llmcoh__prompt.ndjson",                             # Cohere v1 chat stream
+])
+def test_apis_tracestore_does_not_decode_are_refused_not_mislabelled(name: str) -> None:
+    assert refusal(name) == "unknown_provider"

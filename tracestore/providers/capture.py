@@ -60,6 +60,9 @@ class FrameFailure:
 #: broken frame is refused whole, as before).
 PARTIAL_PROVIDERS = frozenset({"app-frames"})
 
+#: The shape vote of a known API tracestore does not decode (see ``_unsupported_api``).
+UNSUPPORTED = "unsupported-api"
+
 
 @dataclass(frozen=True)
 class CaptureReading:
@@ -114,10 +117,36 @@ def _native_of(frame: Any) -> tuple[str | None, Any]:
     return event_name, strict_loads(text, offset=frame.offset)
 
 
+#: Bedrock event-stream message types of APIs other than ConverseStream
+#: (InvokeModelWithResponseStream ``chunk``, InvokeAgent ``trace``/``returnControl``/``files``).
+OTHER_BEDROCK_EVENTS = frozenset({"chunk", "trace", "returnControl", "files"})
+
+
+def _unsupported_api(native: Mapping[str, Any]) -> str | None:
+    """The name of a known API tracestore does not decode, when the shape is one of them.
+
+    Legacy ``/v1/completions`` chunks (``choices[].text``) and Cohere v1 stream events
+    (``is_finished`` + ``event_type``) resemble Chat and Gemini Interactions: they are refused
+    as ``unknown_provider`` rather than labelled with an API they are not (issue 19)."""
+    if "is_finished" in native and isinstance(native.get("event_type"), str):
+        return "cohere-v1-chat"
+    choices = native.get("choices")
+    if native.get("object") == "text_completion" or (
+            isinstance(choices, list) and any(isinstance(c, Mapping) and "text" in c
+                                              and "delta" not in c for c in choices)):
+        return "openai-completions"
+    return None
+
+
 def _shape_vote(native: Any) -> str | None:
-    """The provider a single native's shape points to, or ``None`` when it says nothing."""
+    """The provider a single native's shape points to, or ``None`` when it says nothing.
+
+    ``UNSUPPORTED`` marks a known API tracestore does not decode (refused by
+    :func:`detect_provider` as ``unknown_provider``)."""
     if not isinstance(native, Mapping) or "local" in native:
         return None  # sentinels, scalars, seed-003 local labels
+    if _unsupported_api(native) is not None:
+        return UNSUPPORTED
     model = native.get("model")
     for envelope in ("response", "message"):  # Responses and Messages nest the model name
         inner = native.get(envelope)
@@ -160,12 +189,21 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
     decides.
     """
     if framing == "aws-eventstream":
+        other = next((name for name, _ in first_natives if name in OTHER_BEDROCK_EVENTS), None)
+        if other is not None:
+            raise InputError(f"a Bedrock event stream of '{other}' events is not ConverseStream "
+                             "(InvokeModelWithResponseStream / InvokeAgent are not decoded)",
+                             code="unknown_provider", framing=framing, event=other)
         return "bedrock-converse-stream"
     for event_name, native in first_natives:
         # Seed 004's FAQ endpoint names its events and sends text-only chunks or envelopes.
         if event_name in FAQ_EVENTS and (is_chunk(native) or is_envelope(native)):
             return "faq-endpoint"
         vote = _shape_vote(native)
+        if vote == UNSUPPORTED:
+            api = _unsupported_api(native)
+            raise InputError(f"the capture is {api} events, an API tracestore does not decode",
+                             code="unknown_provider", framing=framing, api=api)
         if vote is not None:
             return vote
     if framing == "ndjson" and any(isinstance(n, Mapping) and isinstance(n.get("error"), str)
