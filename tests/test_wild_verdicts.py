@@ -88,3 +88,34 @@ def test_a_repeated_finish_with_new_content_is_still_a_second_terminal() -> None
 ])
 def test_apis_tracestore_does_not_decode_are_refused_not_mislabelled(name: str) -> None:
     assert refusal(name) == "unknown_provider"
+
+
+def _anthropic_error_stream(error_type: str) -> bytes:
+    start = ('{"type":"message_start","message":{"id":"m","type":"message","role":"assistant",'
+             '"model":"claude","content":[],"stop_reason":null,"usage":{"input_tokens":1,'
+             '"output_tokens":0}}}')
+    err = f'{{"type":"error","error":{{"type":"{error_type}","message":"x"}}}}'
+    return (f"event: message_start\ndata: {start}\n\n"
+            f"event: error\ndata: {err}\n\n").encode()
+
+
+@pytest.mark.parametrize("error_type, retryable", [
+    ("authentication_error", False), ("permission_error", False),
+    ("invalid_request_error", False), ("not_found_error", False),
+    ("overloaded_error", True), ("rate_limit_error", True), ("api_error", True),
+])
+def test_envelope_retryability_follows_the_error_type(error_type: str, retryable: bool) -> None:
+    from tracestore.contracts.envelope import SORRY, project_envelope
+    from tracestore.events import StoredEvent
+    from tracestore.ingest import plan_ingest
+    from tracestore.projections.release import decide_with_view
+
+    plan = plan_ingest(_anthropic_error_stream(error_type), filename="x.sse", attempt_id="a",
+                       task=TOOL.ACCEPT_ANY_TEXT)
+    events = [StoredEvent(i + 1, n.id, n.stream, 1, n.event.type, 1, TOOL._STAMP, n.trace_id,
+                          n.event, "") for i, n in enumerate(plan.events)]
+    decision, view = decide_with_view(events, "a")
+    assert decision.status == "failed"
+    assert project_envelope(decision, view).to_dict() == {
+        "schema_version": 2, "state": "error", "text": SORRY, "code": "stream_error",
+        "retryable": retryable, "result": None}

@@ -29,6 +29,12 @@ RETRY_LATER = frozenset({
     "invalid_json", "invalid_schema", "interrupted", "stream_error", "untrusted_value",
     "invalid_answer_json", "invalid_answer_schema", "unknown_context_citation", "stopped",
 })
+#: Provider error types a retry cannot fix, as the Anthropic/OpenAI SDKs document them
+#: (issue 19): a bad key, a missing permission, a bad request or model; overloaded_error,
+#: rate_limit_error and api_error stay retryable.
+NOT_RETRYABLE_ERRORS = frozenset({
+    "authentication_error", "permission_error", "invalid_request_error", "not_found_error",
+})
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: Envelope codes that are not release reasons (documented in docs/release-policy.md).
 ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped")
@@ -88,6 +94,10 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
         return _error(code if isinstance(code, str) and _CODE.fullmatch(code)
                       else "stream_error")
     if status == R.FAILED:
+        errors = getattr(view, "errors", ()) or ()
+        if any(e.error_code in NOT_RETRYABLE_ERRORS or e.name in NOT_RETRYABLE_ERRORS
+               for e in errors):
+            return Envelope("error", SORRY, "stream_error", False)
         return _error("stream_error")
     if status == R.REJECTED and decision.contract is not None and \
             decision.contract.verdict is not None and not decision.contract.verdict.ok:
