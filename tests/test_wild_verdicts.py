@@ -119,3 +119,32 @@ def test_envelope_retryability_follows_the_error_type(error_type: str, retryable
     assert project_envelope(decision, view).to_dict() == {
         "schema_version": 2, "state": "error", "text": SORRY, "code": "stream_error",
         "retryable": retryable, "result": None}
+
+
+ERROR_BODIES = sorted(p.relative_to(WILD).as_posix() for p in (WILD / "http-error").iterdir())
+
+
+@pytest.mark.parametrize("name", ERROR_BODIES)
+def test_a_whole_body_json_error_is_an_error_with_its_envelope(name: str) -> None:
+    from tracestore.contracts.envelope import SORRY, project_envelope
+    from tracestore.projections.release import decide_with_view
+
+    api, events = TOOL._events(WILD / name)
+    vendor = name.split("-", 2)[-1] if name.startswith("http-error/mira") else "openai"
+    expected = ("anthropic-messages" if "anthropic" in vendor
+                else "gemini" if "gemini" in vendor else "openai-chat")
+    assert api == expected
+    decision, view = decide_with_view(events, "a")
+    assert decision.status == "failed"
+    # every one is a bad key or an unknown model: a retry cannot fix it
+    assert project_envelope(decision, view).to_dict() == {
+        "schema_version": 2, "state": "error", "text": SORRY, "code": "stream_error",
+        "retryable": False, "result": None}
+
+
+def test_a_pretty_printed_non_error_object_is_still_refused() -> None:
+    from tracestore.ingest import plan_ingest
+    with pytest.raises(TracestoreError) as info:
+        plan_ingest(b'{\n  "hello": "world"\n}\n', filename="x.json", attempt_id="a",
+                    task=TOOL.ACCEPT_ANY_TEXT)
+    assert info.value.code == "invalid_json"

@@ -34,6 +34,8 @@ RETRY_LATER = frozenset({
 #: rate_limit_error and api_error stay retryable.
 NOT_RETRYABLE_ERRORS = frozenset({
     "authentication_error", "permission_error", "invalid_request_error", "not_found_error",
+    "invalid_api_key", "model_not_found",  # OpenAI error codes of the same kinds
+    "UNAUTHENTICATED", "PERMISSION_DENIED", "INVALID_ARGUMENT", "NOT_FOUND",  # Gemini statuses
 })
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 #: Envelope codes that are not release reasons (documented in docs/release-policy.md).
