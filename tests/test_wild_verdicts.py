@@ -148,3 +148,15 @@ def test_a_pretty_printed_non_error_object_is_still_refused() -> None:
         plan_ingest(b'{\n  "hello": "world"\n}\n', filename="x.json", attempt_id="a",
                     task=TOOL.ACCEPT_ANY_TEXT)
     assert info.value.code == "invalid_json"
+
+
+def test_done_without_finish_reason_says_the_end_marker_arrived() -> None:
+    from tracestore.projections import project_attempt
+    api, events = TOOL._events(WILD / "other-compatible/pyd__snowflake_model_streaming.sse")
+    d = decide_release(events, "a")
+    assert (api, d.status, list(d.reasons)[:2]) == ("openai-chat", "interrupted",
+                                                    ["no_native_terminal", "drain_eof"])
+    drain = project_attempt(events, "a").drain
+    assert drain.outcome == "eof"
+    assert drain.detail.startswith("the dialect's end marker [DONE] arrived (frame ")
+    assert drain.detail.endswith("but no native terminal (finish_reason) came")
