@@ -160,3 +160,21 @@ def test_done_without_finish_reason_says_the_end_marker_arrived() -> None:
     assert drain.outcome == "eof"
     assert drain.detail.startswith("the dialect's end marker [DONE] arrived (frame ")
     assert drain.detail.endswith("but no native terminal (finish_reason) came")
+
+
+@pytest.mark.parametrize("name", [
+    "mistral/pyd__mistral_model_thinking_part_iter.sse",  # delta.content: [{"type": "thinking"}]
+    "vercel-chunks/mistral/vercel__mistral-reasoning.chunks.txt",  # was held empty_answer
+])
+def test_mistral_thinking_content_parts_are_reasoning_held(name: str) -> None:
+    api, status, reasons = decide(name)
+    assert (api, status, reasons[0]) == ("openai-chat", "held", "non_text_content")
+
+
+@pytest.mark.parametrize("name", [
+    "anthropic/pyd__anthropic_compaction_usage_with_cache_streaming.sse",
+    "vercel-chunks/anthropic/vercel__anthropic-compaction.1.chunks.txt",
+])
+def test_anthropic_compaction_blocks_are_held_non_text_content(name: str) -> None:
+    api, status, reasons = decide(name)
+    assert (api, status, reasons[0]) == ("anthropic-messages", "held", "non_text_content")

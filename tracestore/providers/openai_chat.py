@@ -42,6 +42,27 @@ def chat_error(native_type: str, err: Any) -> Observation:
                        message=as_str(data.get("message")))
 
 
+def _content_parts(native_type: str, block: int, parts: list[Any]) -> list[Observation]:
+    """Mistral's ``delta.content`` as a list of parts: ``text`` parts are text, ``thinking``
+    parts (their ``thinking`` list of text parts) are reasoning, anything else is a form
+    tracestore does not know (issue 19: dropping them released the reasoning's answer)."""
+    out: list[Observation] = []
+    for part in parts:
+        kind = as_str(part.get("type")) if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part, Mapping):
+            text = as_str(part.get("text"))
+            if text:
+                out.append(Observation("text_delta", native_type, block=block, text=text))
+        elif kind == "thinking" and isinstance(part, Mapping):
+            inner = part.get("thinking")
+            pieces = inner if isinstance(inner, list) else [{"text": inner}]
+            text = "".join(as_str(p.get("text")) or "" for p in pieces if isinstance(p, Mapping))
+            out.append(Observation("reasoning_delta", native_type, block=block, text=text))
+        else:
+            out.extend(unknown(native_type, block=block))
+    return out
+
+
 class OpenAIChatNormalizer(Normalizer):
     """Normalizer for ``openai-chat`` (also reused by xAI for chat.completion.chunk)."""
 
@@ -105,6 +126,8 @@ class OpenAIChatNormalizer(Normalizer):
         content = as_str(delta.get("content"))
         if content:
             out.append(Observation("text_delta", native_type, block=block, text=content))
+        elif isinstance(delta.get("content"), list):
+            out.extend(_content_parts(native_type, block, delta["content"]))
         refusal = as_str(delta.get("refusal"))
         if refusal:
             out.append(Observation("text_delta", native_type, block=block, block_type="refusal",
