@@ -92,6 +92,13 @@ def capture_drain(reading: Any) -> tuple[str, str | None]:
             name = error.error_code or error.native_type
             return "clean", (f"input ended after the native error frame {name} "
                              f"(frame {frame.index} at byte {frame.offset})")
+        marker = next((f for f in reversed(reading.frames)
+                       if any(o.kind == "keepalive" and o.native_type == "[DONE]"
+                              for o in f.observations)), None)
+        if marker is not None:
+            # The dialect's own end marker arrived, but no native terminal before it.
+            return "eof", (f"the dialect's end marker [DONE] arrived (frame {marker.index} at "
+                           f"byte {marker.offset}) but no native terminal (finish_reason) came")
         return "eof", "input ended before the native terminal"
     return "clean", None
 

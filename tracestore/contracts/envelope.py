@@ -105,8 +105,9 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
         return _error(code if isinstance(code, str) and _CODE.fullmatch(code)
                       else "stream_error")
     if status == R.FAILED:
-        codes = {e.error_code for e in getattr(view, "errors", ()) if e.error_code}
-        if codes & NOT_RETRYABLE_ERRORS:  # e.g. Anthropic authentication_error
+        errors = getattr(view, "errors", ()) or ()
+        if any(e.error_code in NOT_RETRYABLE_ERRORS or e.name in NOT_RETRYABLE_ERRORS
+               for e in errors):  # e.g. Anthropic authentication_error
             return Envelope("error", SORRY, "stream_error", False)
         return _error("stream_error")
     if status == R.REJECTED and decision.contract is not None and \

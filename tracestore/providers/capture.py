@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Mapping
 from tracestore.errors import InputError, WireError
 from tracestore.providers.app_frames import FRAME_KINDS, complete_lines_only
 from tracestore.providers.base import make_normalizer
+from tracestore.providers.error_body import error_body_provider, whole_error_body
 from tracestore.providers.faq_endpoint import EVENT_NAMES as FAQ_EVENTS, is_chunk, is_envelope
 from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
 from tracestore.providers.observations import Observation
@@ -209,6 +210,8 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
     if framing == "ndjson" and any(isinstance(n, Mapping) and isinstance(n.get("error"), str)
                                    for _, n in first_natives):
         return "ollama"
+    if len(first_natives) == 1 and error_body_provider(first_natives[0][1]) is not None:
+        return error_body_provider(first_natives[0][1])  # a whole-body JSON error (issue 19)
     raise InputError("cannot tell the provider from the capture's first events; pass it explicitly",
                      code="unknown_provider", framing=framing)
 
@@ -230,13 +233,18 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
     if framing is None:
         head = data[:DETECT_HEAD_BYTES]
         framing = framing_for_path(filename, head) if filename else detect_framing(head)
-    try:
-        wire_frames, truncation = decode_bytes(data, framing, chunk_size, progress=progress)
-        invalid = None
-    except WireError as exc:  # issue 19 (seed 000): keep the valid prefix of invalid bytes
-        if not keep_partial or exc.code not in INVALID_BYTES or not exc.frames:
-            raise
-        wire_frames, truncation, invalid = exc.frames, None, exc
+    whole = whole_error_body(data, framing)
+    invalid = None
+    if whole is not None:  # a whole-body JSON error object (issue 19), compact or pretty
+        wire_frames, truncation = whole, None
+    else:
+        try:
+            wire_frames, truncation = decode_bytes(data, framing, chunk_size,
+                                                   progress=progress)
+        except WireError as exc:  # issue 19 (seed 000): keep the valid prefix of bad bytes
+            if not keep_partial or exc.code not in INVALID_BYTES or not exc.frames:
+                raise
+            wire_frames, truncation, invalid = exc.frames, None, exc
     decoded, failure, error = _decode_natives(wire_frames, keep_partial)
     if provider == "auto":
         if error is not None and not decoded:

@@ -42,6 +42,27 @@ def chat_error(native_type: str, err: Any) -> Observation:
                        message=as_str(data.get("message")))
 
 
+def _content_parts(native_type: str, block: int, parts: list[Any]) -> list[Observation]:
+    """Mistral's ``delta.content`` as a list of parts: ``text`` parts are text, ``thinking``
+    parts (their ``thinking`` list of text parts) are reasoning, anything else is a form
+    tracestore does not know (issue 19: dropping them released the reasoning's answer)."""
+    out: list[Observation] = []
+    for part in parts:
+        kind = as_str(part.get("type")) if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part, Mapping):
+            text = as_str(part.get("text"))
+            if text:
+                out.append(Observation("text_delta", native_type, block=block, text=text))
+        elif kind == "thinking" and isinstance(part, Mapping):
+            inner = part.get("thinking")
+            pieces = inner if isinstance(inner, list) else [{"text": inner}]
+            text = "".join(as_str(p.get("text")) or "" for p in pieces if isinstance(p, Mapping))
+            out.append(Observation("reasoning_delta", native_type, block=block, text=text))
+        else:
+            out.extend(unknown(native_type, block=block))
+    return out
+
+
 class OpenAIChatNormalizer(Normalizer):
     """Normalizer for ``openai-chat`` (also reused by xAI for chat.completion.chunk)."""
 
@@ -49,6 +70,8 @@ class OpenAIChatNormalizer(Normalizer):
         self._started = False
         # (choice index, tool index) → [id, name, fragments]
         self._calls: dict[tuple[int, int], tuple[str | None, str | None, list[str]]] = {}
+        # choice index → its finish_reason, once that choice's finish chunk arrived
+        self._finished: dict[int, str] = {}
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
         if native == DONE_SENTINEL:
@@ -95,9 +118,16 @@ class OpenAIChatNormalizer(Normalizer):
             reasoning = as_str(delta.get("reasoning"))
         if reasoning:
             out.append(Observation("reasoning_delta", native_type, block=block, text=reasoning))
+        elif isinstance(delta.get("reasoning_details"), list) and delta["reasoning_details"]:
+            # OpenRouter's only reasoning may be opaque (``reasoning.encrypted``) details with
+            # ``reasoning`` null: reasoning in another form, as a Bedrock redactedContent.
+            out.append(Observation("raw", native_type, block=block,
+                                   block_type="redacted_reasoning"))
         content = as_str(delta.get("content"))
         if content:
             out.append(Observation("text_delta", native_type, block=block, text=content))
+        elif isinstance(delta.get("content"), list):
+            out.extend(_content_parts(native_type, block, delta["content"]))
         refusal = as_str(delta.get("refusal"))
         if refusal:
             out.append(Observation("text_delta", native_type, block=block, block_type="refusal",
@@ -107,7 +137,12 @@ class OpenAIChatNormalizer(Normalizer):
             for position_in_list, call in enumerate(calls):
                 out.extend(self._tool_fragment(native_type, block, call, position_in_list))
         finish = as_str(choice.get("finish_reason"))
+        if finish is not None and not out and self._finished.get(block) == finish:
+            # OpenRouter repeats the finish chunk (the repeat carries the usage): with no new
+            # content it is the same ending, not a second answer (the SDK sees one).
+            return [Observation("raw", native_type, block=block)]
         if finish is not None:
+            self._finished[block] = finish
             for key in sorted(k for k in self._calls if k[0] == block):
                 call_id, name, fragments = self._calls.pop(key)
                 out.append(Observation("tool_call_done", native_type, block=block,
