@@ -291,3 +291,15 @@ def test_an_unreachable_endpoint_is_a_typed_error(seed_db: Path) -> None:
     assert code == 1 and error["error"] == "export_failed"
     assert error["message"].startswith(f"the OTLP endpoint http://127.0.0.1:{port}/v1/traces "
                                        "could not be reached: ConnectError")
+
+
+def test_control_and_bidi_characters_reach_a_span_as_visible_escapes() -> None:
+    """Issue 26: the same neutralizer as every other output — an ESC or U+202E in model
+    text is shown as an escape in the span, never passed raw to a trace viewer."""
+    from tracestore.export.otlp import inert
+
+    hostile = "Paris\x1b[31m is \u202eecnarF\x00.\nNext line\tcol"
+    assert inert(hostile) == "Paris\\x1b[31m is \\u202eecnarF\\x00.\nNext line\tcol"
+    assert inert({"gen_ai.output.messages": [hostile, 3]}) == {
+        "gen_ai.output.messages": [inert(hostile), 3]}
+    assert inert("\ud800") == "\ufffd"

@@ -132,6 +132,22 @@ def clean(value: Any) -> Any:
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
+def inert(value: Any) -> Any:
+    """What a span carries: ``clean``, then every control and bidi character shown as an
+    escape, as in every other output (``tracestore.neutralize``; issue 26) -- a trace viewer
+    draws model text, and an ESC or U+202E there must not act."""
+    from tracestore.neutralize import visible
+
+    value = clean(value)
+    if isinstance(value, str):
+        return visible(value, keep="\n\t")
+    if isinstance(value, list):
+        return [inert(v) for v in value]
+    if isinstance(value, dict):
+        return {k: inert(v) for k, v in value.items()}
+    return value
+
+
 def _without_surrogates(stored: StoredEvent) -> StoredEvent:
     """The event with every lone surrogate in its strings replaced (itself when none), so
     the decision, the digests and the encoder all see text that UTF-8 can hold."""
@@ -178,10 +194,10 @@ def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
     if first_text is not None and mine[0].type == "attempt.started":
         ttft = (_nanos(first_text) - _nanos(mine[0])) / 1e6
         attrs["tracestore.time_to_first_token_ms"] = max(ttft, 0.0)
-    span = tracer.start_span(clean(span_name(mine, frames)), kind=SpanKind.CLIENT,
-                             start_time=start, links=links, attributes=clean(attrs))
+    span = tracer.start_span(inert(span_name(mine, frames)), kind=SpanKind.CLIENT,
+                             start_time=start, links=links, attributes=inert(attrs))
     for item in summarize(mine, observed, mode, redactor):
-        span.add_event(item.name, clean(item.attributes), timestamp=_nanos(item.stored))
+        span.add_event(item.name, inert(item.attributes), timestamp=_nanos(item.stored))
     if decision.status in (R.FAILED, R.INTERRUPTED):
         span.set_status(Status(StatusCode.ERROR, clean(
             f"{decision.status}: {', '.join(decision.reasons)}")))
