@@ -69,6 +69,8 @@ def test_the_recorder_api_example_runs_as_written(sdk_env) -> None:
 
 
 def test_the_sdk_capture_examples_run_as_written(sdk_env) -> None:
-    sdk, bedrock = python_blocks(REPO / "docs" / "recording.md",
-                                 "## SDK capture: record an application")
+    sdk, bedrock, framework = python_blocks(REPO / "docs" / "recording.md",
+                                            "## SDK capture: record an application")
     assert run(sdk, bedrock).split() == ["released", "released", "released"]
+    pytest.importorskip("langchain_openai")
+    assert run(framework).split() == ["released"]  # LangChain through the same transport
