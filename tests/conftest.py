@@ -56,6 +56,18 @@ def db_file(tmp_path: Path) -> Path:
     return tmp_path / "store.db"
 
 
+def load_tool(name: str):  # noqa: ANN201 - a module loaded from its path
+    """``tools/NAME.py`` (the docs' generators: real_decisions, wild_decisions) as a module;
+    tools/ is not a package, so each test loads it from its path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def planned_real(capture: str) -> list:
     """A real capture (path under fixtures/real) planned as ``ingest`` plans it, with a rule
     that accepts any text, as stored events at positions 1, 2, … (no store needed)."""

@@ -3,21 +3,17 @@ what the code decides (``tools/real_decisions.py`` generates it; regenerate, nev
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from conftest import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- real-decisions:begin (python tools/real_decisions.py) -->\n"
 END = "<!-- real-decisions:end -->"
 
 
-def generator():  # noqa: ANN201 - a module loaded from its path
-    spec = importlib.util.spec_from_file_location("real_decisions",
-                                                  ROOT / "tools" / "real_decisions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def generator():  # noqa: ANN202 - tools/real_decisions.py as a module
+    return load_tool("real_decisions")
 
 
 def test_the_docs_table_is_what_the_code_decides() -> None:

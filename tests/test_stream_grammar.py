@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sys
 
 import pytest
 
@@ -16,10 +15,9 @@ from tracestore.replay import parse_scenario, preview_replay
 from tracestore.review import load_template
 from tracestore.review.record import fill_record
 
-from conftest import FIXTURES, REPO as ROOT
+from conftest import FIXTURES, load_tool
 
-sys.path.insert(0, str(ROOT / "tools"))
-import real_decisions  # noqa: E402  (the docs' own in-process ingest of one capture)
+real_decisions = load_tool("real_decisions")  # the docs' own in-process ingest of a capture
 
 T8 = json.loads((FIXTURES / "seed003" / "t8.json").read_text(encoding="utf-8"))
 S1 = json.loads((FIXTURES / "seed003" / "s1.json").read_text(encoding="utf-8"))

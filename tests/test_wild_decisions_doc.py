@@ -3,21 +3,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
+
+from conftest import load_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- wild-decisions:begin (python tools/wild_decisions.py) -->\n"
 END = "<!-- wild-decisions:end -->"
 
 
-def generator():  # noqa: ANN201 - a module loaded from its path
-    spec = importlib.util.spec_from_file_location("wild_decisions",
-                                                  ROOT / "tools" / "wild_decisions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def generator():  # noqa: ANN202 - tools/wild_decisions.py as a module
+    return load_tool("wild_decisions")
 
 
 def test_the_wild_table_is_what_the_code_decides_and_counts_every_body() -> None:

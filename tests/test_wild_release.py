@@ -10,7 +10,6 @@ and event-stream bodies it accepts (whole body, and 1-byte chunking for a sample
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from dataclasses import dataclass
@@ -18,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from conftest import load_tool
 
 from tracestore.errors import TracestoreError
 from tracestore.projections import decide_release
@@ -29,13 +30,8 @@ INDEX = [json.loads(line) for line in (WILD / "index.jsonl").read_text("utf-8").
          if line.strip()]
 
 
-def _tool():  # noqa: ANN202 - a module loaded from its path
-    spec = importlib.util.spec_from_file_location("real_decisions",
-                                                  ROOT / "tools" / "real_decisions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _tool():  # noqa: ANN202 - tools/real_decisions.py as a module
+    return load_tool("real_decisions")
 
 
 @dataclass

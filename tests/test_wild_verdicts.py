@@ -4,10 +4,11 @@ rule (the helper of tools/real_decisions.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
+
+from conftest import load_tool
 
 from tracestore.errors import TracestoreError
 from tracestore.projections import decide_release
@@ -16,13 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 WILD = ROOT / "fixtures" / "wild"
 
 
-def _tool():  # noqa: ANN202 - a module loaded from its path
-    spec = importlib.util.spec_from_file_location("real_decisions",
-                                                  ROOT / "tools" / "real_decisions.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def _tool():  # noqa: ANN202 - tools/real_decisions.py as a module
+    return load_tool("real_decisions")
 
 
 TOOL = _tool()
