@@ -5,38 +5,24 @@ local capture server: a full read is released as ``ingest`` of the bytes decides
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import httpx2 as httpx
 import pytest
 
-from tracestore import Recorder
 from tracestore.events import TaskRule
 from tracestore.ingest import plan_ingest
 from tracestore.recording.httpx_capture import RecordingTransport
 
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
+from test_recording_turns import rec, server  # noqa: F401  (the same fixtures)
 
 langchain_openai = pytest.importorskip("langchain_openai", reason="langchain-openai is a "
                                        "test extra (pip install -e '.[test]')")
 
 CHAT = FIXTURES / "real" / "openai-chat" / "text-usage-moderation-gpt-5.sse"
 TASK = {"answer_patterns": ["."]}
-
-
-@pytest.fixture
-def rec(tmp_path: Path):
-    with Recorder(f"sqlite:///{tmp_path / 'framework.db'}") as opened:
-        yield opened
-
-
-@pytest.fixture
-def server():
-    with CaptureServer() as running:
-        yield running
-    gc.collect()
 
 
 def chat_model(server: CaptureServer, transport: RecordingTransport):
