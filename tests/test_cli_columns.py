@@ -84,6 +84,15 @@ def test_long_ids_stay_whole_at_80_columns(tmp_path: Path) -> None:
     assert "trace:text-gpt-4o-d03a397c" in events and "…" in events
 
 
+def test_the_queue_keeps_api_status_and_review_state_whole_at_80(tmp_path: Path) -> None:
+    db = tmp_path / "store.db"
+    cli(db, 80, "replay", str(SEED / "t7.json"))
+    out = cli(db, 80, "attempts")
+    assert all(len(line) <= 80 for line in out.splitlines())
+    assert "│ t7      │ t7    │ bedrock-converse-stream │ stopped    │" in out
+    assert "│ unreviewed │" in out and "…" not in out
+
+
 def test_decision_table_keeps_codes_whole_at_80(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     cli(db, 80, "replay", str(SEED / "t8.json"))

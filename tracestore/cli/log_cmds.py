@@ -172,16 +172,17 @@ def attempts(
                                                       if more else ""))
     token_column(table, "attempt", [r["attempt_id"] for r in shown])
     token_column(table, "trace", [r["trace_id"] or "" for r in shown])
-    table.add_column("api", overflow="ellipsis")
-    token_column(table, "status", [r["status"] for r in shown])
-    token_column(table, "review", [r["review_state"] for r in shown])
+    token_column(table, "api", [r["api"] or "" for r in shown])
+    # Status above review state in one cell: at 80 columns every code stays whole.
+    table.add_column("status\nreview", no_wrap=True, min_width=max(
+        [len(c) for r in shown for c in (r["status"], r["review_state"])] + [6]))
     table.add_column("events", justify="right", no_wrap=True)
     table.add_column("first pos", justify="right", no_wrap=True)
     for row in shown:
         table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
-                      term_text(row["api"] or ""), term_text(row["status"]),
-                      term_text(row["review_state"]), str(row["events"]),
-                      str(row["first_position"]))
+                      term_text(row["api"] or ""),
+                      term_text(row["status"]) + "\n" + term_text(row["review_state"]),
+                      str(row["events"]), str(row["first_position"]))
     console.print(table)
     if more:
         console.print(term_text(f"{more} more: --json lists them all", "dim"))
