@@ -132,8 +132,9 @@ def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> Audi
         progress = tuple(_entry(p, w) for p, w in mine if w.destination == "progress")
         report.append(AttemptDestinations(attempt_id, j.view.trace_id, dests, progress,
                                           j.decision))
-    found = (_violations(writes, judged) + _readback_violations(events, judged)
-             + _missing_write_violations(writes, judged)
+    owners = _text_owners(judged)
+    found = (_violations(writes, judged, owners) + _readback_violations(events, judged)
+             + _missing_write_violations(writes, judged, owners)
              + [f for j in judged.values() for f in j.findings])
     return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)))
 
@@ -143,12 +144,12 @@ def _entry(position: int, write: DestinationWritten) -> DestinationEntry:
 
 
 def _violations(writes: list[tuple[int, DestinationWritten]],
-                judged: Mapping[str, _Judged]) -> list[Violation]:
+                judged: Mapping[str, _Judged], owners: _Owners) -> list[Violation]:
     found: list[Violation] = []
     seen: Counter[tuple[str, str]] = Counter()  # (attempt, destination) → writes
     history: dict[str, str] = {}  # trace → the attempt whose answer its history entry holds
     for position, write in writes:
-        whose = _owner_of_text(write, judged)
+        whose = _owner_of_text(write, judged, owners)
         j = judged[whose]
 
         def flag(code: str, message: str) -> None:
@@ -235,7 +236,21 @@ def _check_release(decision: ReleaseDecision, position: int, write: DestinationW
         flag(R.ANSWER_MISMATCH, "text differs from the released answer")
 
 
-def _owner_of_text(write: DestinationWritten, judged: Mapping[str, _Judged]) -> str:
+_Owners = Mapping[tuple[str, str], tuple[str, ...]]
+"(trace, candidate text) -> the attempts whose candidate it is (built once per audit)."
+
+
+def _text_owners(judged: Mapping[str, _Judged]) -> _Owners:
+    owners: dict[tuple[str, str], tuple[str, ...]] = {}
+    for attempt_id, j in judged.items():
+        if j.view.text:
+            key = (j.view.trace_id, j.view.text)
+            owners[key] = (*owners.get(key, ()), attempt_id)
+    return owners
+
+
+def _owner_of_text(write: DestinationWritten, judged: Mapping[str, _Judged],
+                   owners: _Owners) -> str:
     """The attempt whose text ``write`` holds, whichever attempt it was recorded on.
 
     An application that routes writes through "the current attempt" (the bug T8 exists to
@@ -247,8 +262,8 @@ def _owner_of_text(write: DestinationWritten, judged: Mapping[str, _Judged]) -> 
     mine = judged[write.attempt_id]
     if write.destination == "progress" or not write.text or write.text == mine.view.text:
         return write.attempt_id
-    others = [a for a, j in judged.items() if a != write.attempt_id
-              and j.view.trace_id == mine.view.trace_id and j.view.text == write.text]
+    others = [a for a in owners.get((mine.view.trace_id, write.text), ())
+              if a != write.attempt_id]
     return others[0] if len(others) == 1 else write.attempt_id
 
 
@@ -307,14 +322,15 @@ REQUIRED_DESTINATIONS: Final = ("history",)
 
 
 def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
-                              judged: Mapping[str, _Judged]) -> list[Violation]:
+                              judged: Mapping[str, _Judged], owners: _Owners
+                              ) -> list[Violation]:
     """Issue 19 (seed 003): when a trace's application records its own writes to a required
     destination (any attempt of the turn), a released answer of that trace that never
     reached it is a violation, named at the release position (a second write is already
     ``duplicate_history_entry``).  A log recording only ui writes says nothing of history."""
     recording = {(judged[w.attempt_id].view.trace_id, w.destination) for _, w in writes
                  if w.source == "application"}
-    written = {(_owner_of_text(w, judged), w.destination) for _, w in writes}
+    written = {(_owner_of_text(w, judged, owners), w.destination) for _, w in writes}
     # The turn's answer is its last released attempt: one released earlier and then
     # regenerated (a retry released after it) owes history nothing — seed 003 keeps one
     # answer and one matching history entry per turn.
