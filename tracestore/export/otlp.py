@@ -23,8 +23,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from tracestore import neutralize
 from tracestore.events import StoredEvent
 from tracestore.projections import AttemptView, ReleaseDecision, decide_all, project_attempt
+
 
 def _id(kind: str, name: str, size: int) -> int:
     value = int.from_bytes(hashlib.sha256(f"{kind}:{name}".encode()).digest()[:size], "big")
@@ -136,11 +138,9 @@ def inert(value: Any) -> Any:
     """What a span carries: ``clean``, then every control and bidi character shown as an
     escape, as in every other output (``tracestore.neutralize``; issue 26) -- a trace viewer
     draws model text, and an ESC or U+202E there must not act."""
-    from tracestore.neutralize import visible
-
     value = clean(value)
     if isinstance(value, str):
-        return visible(value, keep="\n\t")
+        return neutralize.visible(value, keep="\n\t")
     if isinstance(value, list):
         return [inert(v) for v in value]
     if isinstance(value, dict):
