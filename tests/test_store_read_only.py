@@ -8,6 +8,7 @@ with modes 0555 / 0444.  Before the fix ``verify`` failed with ``database_unavai
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -32,8 +33,8 @@ SOURCE: list[Path] = []
 
 @pytest.fixture
 def archive(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("needs root and setpriv to run a command as an unprivileged user")
+    if os.geteuid() != 0 or shutil.which("setpriv") is None or shutil.which("unshare") is None:
+        pytest.skip("needs root, setpriv and unshare to make a store nobody can write")
     db = tmp_path / "src.db"
     assert run("ingest", str(CAPTURE), "--attempt", "nova", db=db)[0] == 0
     SOURCE[:] = [db]
@@ -46,10 +47,33 @@ def archive(tmp_path: Path) -> Iterator[Path]:
     shutil.rmtree(folder)
 
 
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+@functools.lru_cache(maxsize=1)
+def _nobody_can_import() -> bool:
+    """Whether ``nobody`` can read this checkout and its venv (a clone under a 0700 temp
+    folder cannot: then the archive is a read-only bind mount instead, as root)."""
+    probe = subprocess.run([*NOBODY, sys.executable, "-c", "import tracestore"],
+                           capture_output=True, timeout=60, cwd="/", check=False)
+    return probe.returncode == 0
+
+
 def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                           sys.executable, "-m", "tracestore", *args], capture_output=True,
-                          text=True, timeout=60, cwd="/", env={**os.environ, "HOME": "/"})
+    """Run a command where the archive cannot be written: as ``nobody`` over the 0555/0444
+    folder, or -- when nobody cannot read the checkout -- as root in a private mount
+    namespace where the archive's folder is a read-only bind mount (a read-only mount is
+    the case issue 26 names; root cannot write there either)."""
+    command = [sys.executable, "-m", "tracestore", *args]
+    if _nobody_can_import():
+        command = [*NOBODY, *command]
+    else:
+        folder = str(Path(args[args.index("--db") + 1]).parent)
+        script = ('mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift '
+                  '&& exec "$@"')
+        command = ["unshare", "-m", "sh", "-c", script, "sh", folder, *command]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd="/",
+                          env={**os.environ, "HOME": "/"})
 
 
 def test_read_only_commands_work_on_an_archive_and_write_nothing(archive: Path) -> None:

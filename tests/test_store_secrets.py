@@ -64,7 +64,7 @@ def test_a_query_that_fails() -> None:
     assert runner.invoke(app, ["init", "--db", fresh.render_as_string(False)]).exit_code == 0
     engine = create_engine(fresh)
     with engine.begin() as conn:  # damage the log behind the store's back
-        conn.execute(text("ALTER TABLE ts_events DROP COLUMN payload"))
+        conn.execute(text("ALTER TABLE ts_events DROP COLUMN payload CASCADE"))  # views too
     engine.dispose()
     with_password = fresh.set(password=SECRET).render_as_string(hide_password=False)
     _check(with_password, "store_damaged", ["events"])
