@@ -22,7 +22,7 @@ Text = rich_name("rich.text", "Text")
 
 
 def read_cases(path: Path | None) -> dict[str, Any] | None:
-    from tracestore.agent.ingest import load_cases
+    from tracestore.ingest.agent import load_cases
     from tracestore.cli.store_cmds import read_input
 
     return load_cases(read_input(path)) if path is not None else None
@@ -32,13 +32,13 @@ def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
                  attempt: str | None, cases: Path | None, db: str | None,
                  as_json: bool) -> None:
     """Record an agent report or run result: every run in ONE transaction, or nothing."""
-    from tracestore.agent.ingest import plan_agent_ingest
+    from tracestore.ingest.agent import plan_agent_ingest
     from tracestore.events import attempt_stream
 
     plan = plan_agent_ingest(data, filename=filename, fmt=fmt, trace_prefix=trace,
                              attempt_id=attempt, cases=read_cases(cases))
     first_ids = {e.stream: e.id for e in reversed(plan.events)}  # first event per stream
-    from tracestore.ingest_decide import PlanDecisions
+    from tracestore.ingest.decide import PlanDecisions
 
     runs: dict[str, list[str]] = {}
     for attempt_id, trace_id, _ in plan.runs:

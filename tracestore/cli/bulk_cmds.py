@@ -64,7 +64,7 @@ def ingest_batch(
     as_json: JsonOption = False,
 ) -> None:
     """Ingest many files in one process: one transaction per file, same ids as ingest."""
-    from tracestore.bulk import paused_gc
+    from tracestore.store.bulk import paused_gc
 
     files = batch_paths(paths)
     reports: list[dict[str, Any]] = []

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from tracestore.events import NewEvent, StoredEvent
     from tracestore.projections.destinations import AuditReport
     from tracestore.projections.release import ReleaseDecision
-    from tracestore.replay import Scenario
+    from tracestore.ingest.replay import Scenario
     from tracestore.store.log import EventStore, WriteView
 
 
@@ -55,7 +55,7 @@ def load_attempt_context(store: EventStore, attempt_id: str,
 def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
     """What the planner must see: the trace so far and any stream its attempts would reuse."""
     from tracestore.events import attempt_stream
-    from tracestore.replay import OpenStep
+    from tracestore.ingest.replay import OpenStep
 
     groups = [view.read(trace_id=scenario.trace)]
     groups += [view.read(stream=attempt_stream(s.attempt))
@@ -65,7 +65,7 @@ def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
 
 def read_scenario(path: Path) -> Scenario:
     from tracestore.providers.strictjson import strict_loads
-    from tracestore.replay import parse_scenario
+    from tracestore.ingest.replay import parse_scenario
 
     # Strict, like natives: the same depth and number bounds hold for scenarios (a scenario
     # nested 100k deep used to end in RecursionError).
@@ -114,7 +114,7 @@ class _ScenarioAppend:
         self.replayed_before = False
 
     def __call__(self, view: WriteView) -> tuple[list[NewEvent], list[bytes]]:
-        from tracestore.replay import first_planned_id, plan_replay
+        from tracestore.ingest.replay import first_planned_id, plan_replay
 
         if view.has_event(first_planned_id(self.scenario)):
             self.replayed_before = True
@@ -181,14 +181,14 @@ def release(
     as_json: JsonOption = False,
 ) -> None:
     """Show an attempt's release decision: status, reasons, position, answer."""
-    from tracestore.contracts.envelope import project_envelope
+    from tracestore.projections.envelope import project_envelope
     from tracestore.projections.release import decide_with_view
 
     with open_store(db, create=False, read_only=True) as store:
         events = load_attempt_context(store, attempt, at)
     decision, view = decide_with_view(events, attempt, upto=at)
     envelope = project_envelope(decision, view)
-    from tracestore.recording.decisions import recorded_disagreements
+    from tracestore.ingest.decisions import recorded_disagreements
 
     # A recorded decision the running policy recomputes differently is shown, never replaced.
     disagreements = recorded_disagreements(events, attempt, decision)
@@ -247,7 +247,7 @@ def replay(
     that is already in the log is a reported no-op.
     """
     from tracestore.projections import decide_all
-    from tracestore.replay import replay_report
+    from tracestore.ingest.replay import replay_report
 
     scenarios = [(path, read_scenario(path)) for path in scenario_paths(files)]
     reports: list[dict[str, Any]] = []

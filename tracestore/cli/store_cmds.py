@@ -112,7 +112,7 @@ def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> 
     is written and appended in the same transaction (``result.followed`` holds their
     positions): a crash leaves all of it or none of it."""
     from tracestore.events import attempt_stream, trace_stream
-    from tracestore.ingest_decide import PlanDecisions
+    from tracestore.ingest.decide import PlanDecisions
 
     tap = PlanDecisions({plan.trace_id: [plan.attempt_id]}) if decide else None
 
@@ -205,14 +205,14 @@ def ingest(
     An agent run file (seed 001's comparison report, or one run result) records each run as
     its own trace and attempt instead.
     """
-    from tracestore.bulk import paused_gc
+    from tracestore.store.bulk import paused_gc
     from tracestore.cli.contract_cmds import read_binding, read_contract
     from tracestore.ingest import Bindings, plan_ingest
 
     data = read_input(file)
     name = "stdin" if file == STDIN else file.name  # messages, progress, default ids
     if fmt != "capture":
-        from tracestore.agent.ingest import FORMATS, sniff
+        from tracestore.ingest.agent import FORMATS, sniff
 
         if fmt != "auto" and fmt not in FORMATS:
             raise InputError(f"--format {fmt!r} is not one of auto, capture, "
@@ -230,7 +230,7 @@ def ingest(
         plan = plan_ingest(data, filename=name, attempt_id=attempt, trace_id=trace,
                            provider=provider, chunk_size=chunk_size, task=rule,
                            progress=progress, bindings=bindings, origin=origin)
-    from tracestore.recording.evidence import check_retry_of, with_app_evidence
+    from tracestore.ingest.evidence import check_retry_of, with_app_evidence
 
     plan = with_app_evidence(plan, retry_of=retry_of, stop_after_byte=stop_after_byte)
     with open_store(db) as store:
