@@ -59,7 +59,7 @@ def make_big_projection(frames: int) -> bytes:
 
 def run_lib(path: Path, db: str) -> int:
     from tracestore.store.bulk import paused_gc
-    from tracestore.cli.store_cmds import append_plan
+    from tracestore.ingest.pipeline import append_plan
     from tracestore.ingest import plan_ingest
     from tracestore.store.log import EventStore
 

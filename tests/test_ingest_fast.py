@@ -127,7 +127,7 @@ def test_an_ingest_streams_in_chunks_and_keeps_the_chain(tmp_path: Path) -> None
     data = json.dumps([{"messageStart": {"role": "assistant"}}, *natives,
                        {"messageStop": {"stopReason": "end_turn"}},
                        {"local": "drain", "outcome": "clean"}]).encode()
-    from tracestore.cli.store_cmds import append_plan
+    from tracestore.ingest.pipeline import append_plan
 
     with EventStore(f"sqlite:///{tmp_path / 's.db'}") as store:
         first = append_plan(store, plan_ingest(data, filename="big.json"))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from clihelp import count_events, run
-from tracestore.cli.store_cmds import append_plan
+from tracestore.ingest.pipeline import append_plan
 from tracestore.ingest import plan_ingest
 from tracestore.ingest.decisions import DecisionPlanner
 from tracestore.store import reads

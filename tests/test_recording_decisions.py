@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tracestore import Recorder
-from tracestore.cli.store_cmds import append_plan
+from tracestore.ingest.pipeline import append_plan
 from tracestore.events import ReleaseDecided, SemanticJudged, TaskRule
 from tracestore.ingest import plan_ingest
 from tracestore.projections.release import decide_all
