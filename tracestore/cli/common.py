@@ -194,15 +194,9 @@ def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = N
 
     Raises ``NotFound`` with ``code`` when the log (as of ``upto``) has no such attempt.
     """
-    from tracestore.events import AttemptStarted
+    from tracestore.api import Store
 
-    first = store.read(attempt_id=attempt_id, upto=upto, limit=1)
-    started = first[0].event if first else None
-    if not isinstance(started, AttemptStarted):
-        raise NotFound(f"no attempt {attempt_id!r} in the log"
-                       + (f" at or before position {upto}" if upto is not None else ""),
-                       code=code, attempt_id=attempt_id)
-    return started.trace_id
+    return Store(store).trace_of(attempt_id, upto=upto, code=code)
 
 
 def emit_json(value: Any) -> None:
