@@ -14,8 +14,9 @@ command line cannot disagree: ``attempts --json`` prints ``Attempt.to_dict()`` a
 ``release --json`` prints ``Release.to_dict()``.
 
 Every method returns frozen, documented objects -- the dataclasses of the layers below
-(``ReleaseDecision``, ``AuditReport``, ``VerifyResult``, ``StoredEvent``, the pydantic
-``ReviewRecord``) or the ones here.  Errors are tracestore's typed errors with stable codes
+(``ReleaseDecision``, ``AuditReport``, ``VerifyResult``, ``StoredEvent``, ``ReviewRecord``)
+or the ones here.  One write is offered too, ``ingest``: the ingest pipeline, as
+``tracestore ingest`` runs it.  Errors are tracestore's typed errors with stable codes
 (``attempt_not_found``, ``trace_not_found``, ``no_store``, ``unknown_filter_value`` …).
 Nothing heavy is imported until a method needs it.
 """
@@ -32,6 +33,7 @@ from tracestore.errors import NotFound
 if TYPE_CHECKING:
     from tracestore.events import StoredEvent
     from tracestore.ingest.decisions import Disagreement
+    from tracestore.ingest.pipeline import Ingested
     from tracestore.projections.destinations import AuditReport
     from tracestore.projections.envelope import Envelope
     from tracestore.projections.release import ReleaseDecision
@@ -225,8 +227,8 @@ class Store:
         return AuditReport(tuple(attempts), tuple(violations))
 
     def review(self, attempt_id: str, template: str = "trace-review") -> ReviewRecord:
-        """The attempt's review record, filled from its trace's events (the record
-        ``tracestore review ATTEMPT --json`` prints; ``to_json`` / ``model_dump``)."""
+        """The attempt's review record, filled from its trace's events (``to_dict()`` is
+        what ``tracestore review ATTEMPT --json`` prints; ``review_state``, ``unknown``)."""
         from tracestore._version import __version__
         from tracestore.review import fill_record, load_template
 
@@ -235,6 +237,15 @@ class Store:
         return fill_record(spec, events, attempt_id, version=__version__)
 
     # -- the log -------------------------------------------------------------------------
+    def ingest(self, data: bytes, **options: Any) -> Ingested:
+        """Record one input (a capture, a decoded projection or an agent-run file) as
+        ``tracestore ingest`` does: one transaction with the decisions it makes final.
+        ``options`` are ``tracestore.ingest.pipeline.IngestOptions`` fields (``filename``,
+        ``attempt_id``, ``trace_id``, ``provider``, ``task``, ``origin`` …)."""
+        from tracestore.ingest.pipeline import IngestOptions, ingest_input
+
+        return ingest_input(self.log, data, IngestOptions(**options))
+
     def events(self, *, attempt: str | None = None, trace: str | None = None, after: int = 0,
                limit: int | None = None) -> list[StoredEvent]:
         """Stored events in global order (one attempt's or trace's), after position
