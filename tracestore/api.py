@@ -23,10 +23,10 @@ Nothing heavy is imported until a method needs it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tracestore.errors import NotFound
 
@@ -277,7 +277,8 @@ class Store:
         with self.log._reader.connect() as conn:
             rows = conn.execute(select(table).where(table.c.type.in_(kinds))
                                 .order_by(table.c.position)).mappings()
-            return check_signatures([_to_stored(row) for row in rows])
+            return check_signatures([_to_stored(cast(Mapping[str, Any], row))
+                                     for row in rows])
 
 
 def open_store(url: str | None = None, *, create: bool = False,
