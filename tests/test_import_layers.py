@@ -202,3 +202,13 @@ def test_no_import_cycle_between_modules_of_the_untangled_packages() -> None:
                 graph[name][target].append(f"{name}:{line} -> {target}")
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle " + " -> ".join(cycle or [])
+
+
+def test_the_old_ingest_module_names_still_import_from_the_package() -> None:
+    # tracestore.ingest was a module; its names load lazily from the package's modules.
+    import tracestore.ingest as ingest
+    from tracestore.ingest.plan import event_id
+    from tracestore.ingest.planner import plan_ingest
+
+    assert sorted(ingest.__all__) == sorted(ingest._HOMES)
+    assert (ingest.plan_ingest, ingest.event_id) == (plan_ingest, event_id)
