@@ -212,3 +212,15 @@ def test_the_old_ingest_module_names_still_import_from_the_package() -> None:
 
     assert sorted(ingest.__all__) == sorted(ingest._HOMES)
     assert (ingest.plan_ingest, ingest.event_id) == (plan_ingest, event_id)
+
+
+def test_every_package_is_in_the_wheel() -> None:
+    # [tool.setuptools] packages is a list, not a find: a new package missing from it
+    # would import from a checkout and be absent from the installed wheel.
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    listed = set(config["tool"]["setuptools"]["packages"])
+    packages = {n for n, (_, is_package) in MODULES.items() if is_package}
+    assert packages - listed == set()
+    assert config["tool"]["setuptools"]["package-data"]["tracestore"] == ["py.typed"]
