@@ -224,3 +224,17 @@ def test_every_package_is_in_the_wheel() -> None:
     packages = {n for n, (_, is_package) in MODULES.items() if is_package}
     assert packages - listed == set()
     assert config["tool"]["setuptools"]["package-data"]["tracestore"] == ["py.typed"]
+
+
+def test_the_agent_judge_is_registered_when_only_the_release_projection_is_imported() -> None:
+    # projections/release.py dispatches on data (JUDGES) instead of importing the agent
+    # judge; the package __init__ registers it, so `release` alone still finds it.
+    import json
+    import subprocess
+    import sys
+
+    probe = ("import json, sys; from tracestore.projections.release import JUDGES; "
+             "print(json.dumps({a: j.__module__ for a, j in JUDGES.items()}))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert json.loads(done.stdout) == {"agent-run": "tracestore.projections.agent_release"}
