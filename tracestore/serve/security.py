@@ -11,7 +11,7 @@
   ``Origin`` (or ``Referer``) of the desk itself; else 403 and nothing is appended.
 * **Headers** on every response: a Content-Security-Policy that allows only the desk's own
   stylesheet and forms (no script at all, no other origin, no framing), nosniff, no
-  referrer, no caching of pages.
+  referrer to other origins, no caching of pages.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ HEADERS: Final = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    (b"referrer-policy", b"same-origin"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
