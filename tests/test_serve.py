@@ -327,3 +327,30 @@ def test_a_remote_desk_needs_its_token(tmp_path: Path) -> None:
         assert client.get("/?token=s3cret").status_code == 200
         assert client.get("/").status_code == 200  # the cookie carries it now
         client.close()
+
+
+def test_the_readme_serve_line_runs(tmp_path: Path) -> None:
+    """The README's `tracestore serve` line (a bash block: test_readme runs console
+    blocks only, and this one would not end) started for real, on a free port."""
+    import shlex
+    import subprocess
+    import sys
+
+    import httpx
+
+    section = (REPO / "README.md").read_text("utf-8").split("## Look at the store", 1)[1]
+    line = re.search(r"```bash\n(tracestore serve[^\n#]*)", section).group(1)
+    args = shlex.split(line)[1:]
+    assert args == ["serve", "--reviewer", "alice"]
+    db = seeded(tmp_path, SEED / "t8.json")
+    proc = subprocess.Popen([sys.executable, "-m", "tracestore", *args, "--port", "0",
+                             "--db", str(db)], stderr=subprocess.PIPE, text=True)
+    try:
+        started = proc.stderr.readline()
+        url = re.search(r"the desk is at (http://127\.0\.0\.1:\d+/)", started).group(1)
+        assert "reviewing as alice" in started
+        page = httpx.get(url + "trace/t8", timeout=10)
+        assert page.status_code == 200 and "reviewing as <b>alice</b>" in page.text
+    finally:
+        proc.terminate()
+        proc.wait(10)
