@@ -66,21 +66,16 @@ def _flat(mapping: Mapping[str, Any] | None, prefix: str = "") -> list[tuple[str
     return out
 
 
-def attempt_facts(own: Sequence[StoredEvent], api: str) -> AttemptFacts:
-    """The header facts of one attempt, from its own events."""
-    from tracestore.errors import InputError
-    from tracestore.providers.base import make_normalizer
-
+def attempt_facts(own: Sequence[StoredEvent], frames: Sequence[tuple]) -> AttemptFacts:
+    """The header facts of one attempt, from its own events and its frames as the report
+    described them (``model.FrameRow``: the normalizer's kinds and usage)."""
     start = next((e.event for e in own if e.type == "attempt.started"), None)
     request = tuple(_flat(getattr(start, "request", None)))
-    try:
-        normalizer = make_normalizer(api)
-    except InputError:
-        normalizer = None
+    described = {row[0]: row for row in frames}
     model = next((v for k, v in request if k.rsplit(".", 1)[-1] in _MODEL_KEYS), None)
     usage: Mapping[str, Any] | None = None
     first_text: dt.datetime | None = None
-    frames, times = 0, []
+    count, times = 0, []
     opened = _when(getattr(start, "observed_at", None))
     for stored in own:
         when = _when(getattr(stored.event, "observed_at", None))
@@ -88,23 +83,21 @@ def attempt_facts(own: Sequence[StoredEvent], api: str) -> AttemptFacts:
             times.append(when)
         if stored.type != "frame.received":
             continue
-        frames += 1
-        native = stored.event.native
+        count += 1
         if model is None:
-            model = _model_in(native)
-        if normalizer is None:
+            model = _model_in(stored.event.native)
+        row = described.get(stored.position)
+        if row is None:
             continue
-        for obs in normalizer.feed(native, stored.event.event_name):
-            if obs.usage is not None:
-                usage = obs.usage
-            if (obs.kind in ("text_delta", "reasoning_delta") and first_text is None
-                    and when is not None):
-                first_text = when
+        if row[5] is not None:
+            usage = row[5]
+        if row[1] == "delta" and first_text is None and when is not None:
+            first_text = when
     ttft = ((first_text - opened).total_seconds() * 1000
             if first_text is not None and opened is not None else None)
     duration = ((max(times) - opened).total_seconds() * 1000
                 if opened is not None and len(times) > 1 else None)
-    return AttemptFacts(request, model, tuple(_flat(usage)), ttft, duration, frames)
+    return AttemptFacts(request, model, tuple(_flat(usage)), ttft, duration, count)
 
 
 _WORDS: Final = re.compile(r"\s+|[^\s]+")

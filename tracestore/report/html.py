@@ -70,7 +70,14 @@ def _neutralized(value: Any) -> Any:
     from markupsafe import Markup
 
     from tracestore.neutralize import visible
+    from tracestore.report.model import LazyJSON
 
+    if isinstance(value, LazyJSON):
+        value = str(value)
+    if isinstance(value, str) and value.isprintable():
+        # Every character the neutralizer rewrites is non-printable to Python (Cc, Cf,
+        # Zl, Zp, Cs): printable text is already clean.
+        return value
     if isinstance(value, Markup):
         return Markup(visible(str(value), keep="\n\t"))
     if isinstance(value, str):

@@ -42,8 +42,8 @@ class Row:
     marks: tuple[str, ...] = ()
     "late (after the attempt's decision), application (a real app's write) …"
     violations: tuple[Violation, ...] = ()
-    native: str | None = None
-    "A frame's native JSON as recorded (pretty-printed): shown in a closed ``<details>``."
+    native: LazyJSON | None = None
+    "A frame's native JSON as recorded (pretty-printed when shown, in a closed ``<details>``)."
     block: int | None = None
     "The content block a delta belongs to (runs of one block's deltas fold together)."
     members: tuple[Row, ...] = ()
@@ -125,17 +125,17 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
     for stored in events:
         if stored.attempt_id is not None:
             by_attempt.setdefault(stored.attempt_id, []).append(stored)
-    lanes = tuple(_lane(by_attempt.get(a, []), events, a, report, template, version,
-                        numbers) for a in chosen)
+    built = [_lane(by_attempt.get(a, []), events, a, report, template, version, numbers)
+             for a in chosen]
     violations = tuple(v for v in report.violations if v.attempt_id in chosen)
     frames: dict[int, tuple[str, str, str | None, int | None]] = {}
-    for lane in lanes:
-        for position, *described in _frame_rows(by_attempt.get(lane.attempt_id, []),
-                                                lane.attempt_id, lane.api):
-            frames[position] = tuple(described)  # type: ignore[assignment]
-    rows = tuple(fold_rows(_rows(events, trace_id, lanes, violations, frames)))
+    for _, described in built:
+        for position, kind, label, text, block, _usage in described:
+            frames[position] = (kind, label, text, block)
     lanes = tuple(replace(lane, facts=attempt_facts(by_attempt.get(lane.attempt_id, []),
-                                                    lane.api)) for lane in lanes)
+                                                    described))
+                  for lane, described in built)
+    rows = tuple(fold_rows(_rows(events, trace_id, lanes, violations, frames)))
     trace = next((e.event for e in events if isinstance(e.event, TraceOpened)
                   and e.event.trace_id == trace_id), None)
     codes = {c for lane in lanes for c in (*lane.decision.reasons, *lane.decision.notes,
@@ -149,30 +149,29 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
 
 def _lane(own: Sequence[StoredEvent], events: Sequence[StoredEvent], attempt_id: str,
           report: AuditReport, template: Template | None, version: str,
-          numbers: dict[str, int]) -> Lane:
-    """One attempt's lane; ``own`` are the attempt's events, ``events`` the trace's."""
+          numbers: dict[str, int]) -> tuple[Lane, list[FrameRow]]:
+    """One attempt's lane and its frames described; ``own`` are the attempt's events,
+    ``events`` the trace's."""
     dest = next(a for a in report.attempts if a.attempt_id == attempt_id)
     start = next(e.event for e in own if e.type == "attempt.started")
     drains = [e.position for e in own if e.type == "transport.drained"]
     stops = [e.position for e in own if e.type == "local.stopped"]
-    record = (fill_record(template, events, attempt_id, version=version)
+    record = (fill_record(template, events, attempt_id, version=version, report=report)
               if template is not None else None)
+    described = _frame_rows(own, attempt_id, start.api)
+    terminal = next((row[0] for row in described if row[1] == "terminal"), None)
     return Lane(attempt_id, start.reader, start.api, start.retry_of, dest,
                 stops[0] if stops else None, drains[0] if drains else None,
-                _terminal_position(own, attempt_id, start.api), record,
-                numbers.get(attempt_id, 0),
-                numbers.get(start.retry_of) if start.retry_of else None)
+                terminal, record, numbers.get(attempt_id, 0),
+                numbers.get(start.retry_of) if start.retry_of else None), described
 
 
-def _terminal_position(events: Sequence[StoredEvent], attempt_id: str, api: str) -> int | None:
-    for row in _frame_rows(events, attempt_id, api):
-        if row[1] == "terminal":
-            return row[0]
-    return None
+#: (position, kind, label, text, block, usage) of one frame.
+FrameRow = tuple[int, str, str, "str | None", "int | None", Any]
 
 
 def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
-                ) -> list[tuple[int, str, str, str | None, int | None]]:
+                ) -> list[FrameRow]:
     try:
         normalizer = make_normalizer(api)
     except InputError:
@@ -184,12 +183,16 @@ def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
     return out
 
 
-def _describe_frame(frame: Any, normalizer: Any) -> tuple[str, str, str | None, int | None]:
-    """(kind, label, text, block) for one frame, from the normalizer the projections use."""
+def _describe_frame(frame: Any, normalizer: Any
+                    ) -> tuple[str, str, str | None, int | None, Any]:
+    """(kind, label, text, block, usage) for one frame, from the normalizer the
+    projections use."""
     if normalizer is None:
-        return "frame", ", ".join(frame.kinds) or "frame", None, None
-    kind, labels, texts, block = "frame", [], [], None
+        return "frame", ", ".join(frame.kinds) or "frame", None, None, None
+    kind, labels, texts, block, usage = "frame", [], [], None, None
     for obs in normalizer.feed(frame.native, frame.event_name):
+        if obs.usage is not None:
+            usage = obs.usage
         if obs.kind in ("text_delta", "final_text", "reasoning_delta"):
             kind = "delta" if kind == "frame" else kind
             labels.append(obs.kind.replace("_", " "))
@@ -208,7 +211,8 @@ def _describe_frame(frame: Any, normalizer: Any) -> tuple[str, str, str | None, 
             labels.append(f"error {obs.error_code or obs.native_type}")
         else:
             labels.append(obs.kind.replace("_", " "))
-    return kind, "; ".join(labels) or "frame", " ".join(texts) if texts else None, block
+    return (kind, "; ".join(labels) or "frame", " ".join(texts) if texts else None, block,
+            usage)
 
 
 def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
@@ -231,7 +235,7 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
         native, block = None, None
         if stored.position in frames:
             kind, label, text, block = frames[stored.position]
-            native = _native_json(stored.event.native)
+            native = LazyJSON(stored.event.native)
         else:
             kind, label, text = _describe(stored)
         marks = []
@@ -244,6 +248,19 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
         rows.append(Row(stored.position, lane, kind, label, text, tuple(marks),
                         tuple(by_position.get(stored.position, ())), native, block))
     return rows
+
+
+class LazyJSON:
+    """A frame's native payload, pretty-printed only if a page shows it (a folded run of
+    10,000 frames shows 100)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return _native_json(self.value)
 
 
 def _native_json(native: Any) -> str:

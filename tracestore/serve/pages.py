@@ -3,6 +3,7 @@ of the report's set (``tracestore.report.html``)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote, urlencode
@@ -59,8 +60,20 @@ async def index(desk: Desk, request: Any) -> Any:
         "index.html.j2", version=desk.version, desk=desk.context(request), page=page,
         params=params, filtered=bool(kept), next_url=next_url, first_url=first_url,
         statuses=R.STATUSES, review_states=REVIEW_STATES,
-        apis=(*PROVIDER_NAMES, *_EXTRA_APIS), codes=sorted(R.DESCRIPTIONS),
+        apis=(*PROVIDER_NAMES, *_EXTRA_APIS), codes_datalist=_codes_datalist,
         descriptions=R.DESCRIPTIONS))
+
+
+@functools.lru_cache(maxsize=1)
+def _codes_datalist() -> Any:
+    """The reason codes as a ``<datalist>`` (our vocabulary, the same on every page: built
+    once, each code escaped)."""
+    from markupsafe import Markup, escape
+
+    from tracestore.projections import reasons as R
+
+    return Markup('<datalist id="codes">' + "".join(
+        f'<option value="{escape(c)}">' for c in sorted(R.DESCRIPTIONS)) + "</datalist>")
 
 
 async def trace(desk: Desk, request: Any) -> Any:
