@@ -15,7 +15,6 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from tracestore.events import (
     AttemptStarted, ReleaseDecided, ReviewApproved, ReviewFieldSet, StoredEvent, TraceOpened,
@@ -104,7 +103,7 @@ def find_attempt(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
 
 
 def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: str,
-                  version: str, report: Any = None) -> ReviewContext:
+                  version: str, report: AuditReport | None = None) -> ReviewContext:
     """Run the projections once for ``attempt_id``; ``NotFound`` if it never started.
     ``report`` is the trace's ``audit`` when the caller has it already (the trace page)."""
     ordered = tuple(sorted(events, key=lambda e: e.position))
