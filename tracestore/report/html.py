@@ -67,6 +67,8 @@ def environment() -> Any:
 def _neutralized(value: Any) -> Any:
     """Every ``{{ }}`` value, made inert as in every other output (line feeds and tabs are
     layout here, kept); markup the templates build (macros) keeps its safe mark."""
+    if type(value) is str and value.isprintable():  # the common case, first
+        return value
     from markupsafe import Markup
 
     from tracestore.neutralize import visible

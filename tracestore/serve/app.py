@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -21,6 +22,7 @@ from tracestore.serve import pages
 from tracestore.serve.security import Guard, allowed_hosts
 
 LOG: Final = logging.getLogger("tracestore.serve")
+BANNER_EVERY_S: Final = 1.0
 #: HTTP status per error class (the CLI's exit codes, as a browser reads them).
 _STATUS: Final = ((NotFound, 404), (ReviewError, 409), (InputError, 400), (StoreError, 503))
 
@@ -58,15 +60,24 @@ class Desk:
 
             self.key_id = key_id(config.key)
         self._verified: tuple[int, str | None] | None = None
+        self._looked = 0.0
         self.guard: Guard | None = None
 
     def banner(self) -> str | None:
-        """A store that fails ``verify`` says so on every page (checked again whenever
-        the log's head moved)."""
+        """A store that fails ``verify`` says so on every page (checked again when the
+        log's head moved, looked at no more than once a second)."""
+        now = time.monotonic()
+        if self._verified is not None and now - self._looked < BANNER_EVERY_S:
+            return self._verified[1]
         head = self.store.head_position()
+        self._looked = now
         if self._verified is None or self._verified[0] != head:
             self._verified = (head, self._verify())
         return self._verified[1]
+
+    def appended(self) -> None:
+        """The desk appended: look at the head again on the next page."""
+        self._looked = 0.0
 
     def _verify(self) -> str | None:
         try:
@@ -103,7 +114,10 @@ class Desk:
                                expect_digest=expect_digest, override_reason=override_reason,
                                registry=registry, key=self.config.key), []
 
-        return tuple(self.store.append_with(build).positions)
+        try:
+            return tuple(self.store.append_with(build).positions)
+        finally:
+            self.appended()
 
 
 def desk_app(config: DeskConfig, store: Any) -> Any:

@@ -42,10 +42,25 @@ async def stylesheet(request: Any) -> Any:
     return Response(render_css(), media_type="text/css")
 
 
-async def index(desk: Desk, request: Any) -> Any:
+@functools.lru_cache(maxsize=128)
+def _filter_form(items: tuple[tuple[str, str], ...]) -> Any:
+    """The filter form for these values (the same values give the same form: built once)."""
+    from markupsafe import Markup
+
     from tracestore.cli.queue_index import REVIEW_STATES, _EXTRA_APIS
     from tracestore.projections import reasons as R
     from tracestore.providers.base import PROVIDER_NAMES
+    from tracestore.report.html import environment
+
+    params = dict(items)
+    return Markup(environment().get_template("filters.html.j2").render(
+        params=params, filtered=any(v.strip() for v in params.values()),
+        statuses=R.STATUSES, review_states=REVIEW_STATES,
+        apis=(*PROVIDER_NAMES, *_EXTRA_APIS), codes_datalist=_codes_datalist))
+
+
+async def index(desk: Desk, request: Any) -> Any:
+    from tracestore.projections import reasons as R
     from tracestore.report.html import render_page
     from tracestore.serve.listing import FILTER_PARAMS, parse_filter, query_page
 
@@ -58,9 +73,8 @@ async def index(desk: Desk, request: Any) -> Any:
     first_url = f"/?{urlencode(kept)}" if after else None
     return _html(render_page(
         "index.html.j2", version=desk.version, desk=desk.context(request), page=page,
-        params=params, filtered=bool(kept), next_url=next_url, first_url=first_url,
-        statuses=R.STATUSES, review_states=REVIEW_STATES,
-        apis=(*PROVIDER_NAMES, *_EXTRA_APIS), codes_datalist=_codes_datalist,
+        filter_form=lambda p: _filter_form(tuple(p.items())), params=params,
+        filtered=bool(kept), next_url=next_url, first_url=first_url,
         descriptions=R.DESCRIPTIONS))
 
 
