@@ -23,29 +23,61 @@ def _words(text: str) -> list[str]:
     return [w + (" " if i < len(words) - 1 else "") for i, w in enumerate(words)]
 
 
+REQUEST = {"model": "us.anthropic.claude-haiku-4-5-20251001-v1:0", "region": "us-east-1",
+           "inferenceConfig": {"maxTokens": 256, "temperature": 0.2}}
+#: Recorded wall-clock times (observed_at) start here; each step is 40 ms after the last,
+#: the first text 120 ms after its attempt opened.
+T0 = "2026-10-09T10:00:00"
+
+
+def _at(ms: int) -> str:
+    import datetime as dt
+
+    return (dt.datetime.fromisoformat(T0) + dt.timedelta(milliseconds=ms)).isoformat(
+        timespec="milliseconds") + "+00:00"
+
+
+def _timed(steps: list[dict[str, Any]], start_ms: int) -> int:
+    """Stamp ``steps`` (one attempt's) with times: open at ``start_ms``, the next step
+    120 ms later, then 40 ms apart.  Returns the time after the last."""
+    ms = start_ms
+    for i, step in enumerate(steps):
+        step["at"] = _at(ms)
+        ms += 120 if i == 0 else 40
+    return ms
+
+
 def many_attempts(trace: str = "t25", attempts: int = 25) -> dict[str, Any]:
-    """``attempts`` attempts in one trace: 1..n-1 stopped after a few words, n released."""
+    """``attempts`` attempts in one trace: 1..n-1 stopped after a few words, n released.
+    Each has request settings and recorded times (first token 160 ms after it opened:
+    the message start at 120 ms, the first delta 40 ms later)."""
     base = json.loads(T8.read_text("utf-8"))
     steps: list[dict[str, Any]] = []
+    clock = 0
     for n in range(1, attempts + 1):
         reader, attempt = f"r{n}", f"{trace}-{n:02d}"
+        mine: list[dict[str, Any]] = []
         opened: dict[str, Any] = {"open": reader, "attempt": attempt,
-                                  "api": "bedrock-converse-stream"}
+                                  "api": "bedrock-converse-stream", "request": REQUEST}
         if n > 1:
             opened["retry_of"] = f"{trace}-{n - 1:02d}"
-        steps += [opened, {"reader": reader, "event": {"messageStart": {"role": "assistant"}}}]
+        mine += [opened, {"reader": reader, "event": {"messageStart": {"role": "assistant"}}}]
         words = _words(ANSWER)
         if n < attempts:
-            steps += [_delta(reader, w) for w in words[: 2 + n % 5]]
-            steps.append({"reader": reader, "local": "stop"})
+            mine += [_delta(reader, w) for w in words[: 2 + n % 5]]
+            mine.append({"reader": reader, "local": "stop"})
+            clock = _timed(mine, clock)
+            steps += mine
             continue
-        steps += [_delta(reader, w) for w in words]
-        steps += [{"reader": reader, "event": {"contentBlockStop": {"contentBlockIndex": 0}}},
+        mine += [_delta(reader, w) for w in words]
+        mine += [{"reader": reader, "event": {"contentBlockStop": {"contentBlockIndex": 0}}},
                   {"reader": reader, "event": {"messageStop": {"stopReason": "end_turn"}}},
                   {"reader": reader, "event": {"metadata": {
                       "usage": {"inputTokens": 30, "outputTokens": 20, "totalTokens": 50},
                       "metrics": {"latencyMs": 900}}}},
                   {"reader": reader, "local": "drain", "outcome": "clean"}]
+        clock = _timed(mine, clock)
+        steps += mine
     return {"trace": trace, "description": f"{attempts} attempts, each a retry of the last",
             "origin": "synthetic projection", "profile": base["profile"],
             "task": base["task"], "steps": steps}

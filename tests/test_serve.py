@@ -354,3 +354,45 @@ def test_the_readme_serve_line_runs(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_a_desk_with_a_reviewer_key_signs_as_the_cli_does(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from tracestore.cli import app
+    from tracestore.review.signing import load_key
+
+    db = seeded(tmp_path, SEED / "t8.json")
+    key = tmp_path / "bob.key"
+    assert CliRunner().invoke(app, ["reviewer", "keygen", str(key)]).exit_code == 0
+    code, out, err = run("reviewer", "add", "bob", "--public-key", f"{key}.pub", "--json",
+                         db=db)
+    assert code == 0, err
+    unsigned = Desk(db, reviewer="alice")
+    try:  # a store with registered keys refuses unsigned reviews, as the CLI does
+        csrf = unsigned.csrf("/trace/t8")
+        refused = unsigned.post("t8-old", {"csrf": csrf, "template": "trace-review",
+                                           "action": "approve"})
+        assert refused.status_code == 409 and "signature_required" in refused.text
+    finally:
+        unsigned.close()
+    store = EventStore(f"sqlite:///{db}", create=False)
+    signer = load_key(key.read_bytes())
+    signed = desk_app(DeskConfig(db=str(db), key=signer, port=8765), store)
+    client = testclient.TestClient(signed, base_url=BASE)
+    try:
+        page = client.get("/trace/t8")
+        assert "Approve this record as key holder" in page.text
+        csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', page.text).group(1)
+        done = client.post("/review/t8-old", data={"csrf": csrf, "template": "trace-review",
+                                                   "action": "approve"},
+                           headers={"origin": BASE}, follow_redirects=False)
+        assert done.status_code == 303, done.text
+    finally:
+        client.close()
+        store.close()
+    code, out, _ = run("review", "t8-old", "--json", db=db)
+    approval = json.loads(out)["approvals"][0]
+    assert approval["reviewer"] == "bob" and approval["signed_by_key"] is not None

@@ -115,7 +115,7 @@ def test_filter_to_a_trace_amend_and_approve_as_a_second_reviewer(
 def test_hostile_text_stays_inert_on_every_page(page: object,
                                                 desks: tuple[Served, Served, Path]) -> None:
     alice = desks[0]
-    for path in ("/trace/hostile-html", "/?trace=hostile-html", "/attempt/hostile-1"):
+    for path in ("/events/hostile-1", "/?trace=hostile-html", "/attempt/hostile-1"):
         page.goto(alice.url + path, wait_until="load")
         page.wait_for_timeout(100)
         assert page.evaluate("typeof window.__pwned") == "undefined", path
