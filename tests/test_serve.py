@@ -396,3 +396,19 @@ def test_a_desk_with_a_reviewer_key_signs_as_the_cli_does(tmp_path: Path) -> Non
     code, out, _ = run("review", "t8-old", "--json", db=db)
     approval = json.loads(out)["approvals"][0]
     assert approval["reviewer"] == "bob" and approval["signed_by_key"] is not None
+
+
+def test_a_read_only_archive_is_listed_without_writing(tmp_path: Path) -> None:
+    """An archive (opened read-only, its queue index behind the log): the index is judged
+    in memory as `tracestore attempts` does, and nothing is written."""
+    db = seeded(tmp_path, SEED / "t8.json", SEED / "t7.json")
+    before = db.read_bytes()
+    with EventStore(f"sqlite:///{db}", read_only=True) as store:
+        app = desk_app(DeskConfig(db=str(db), port=8765), store)
+        client = testclient.TestClient(app, base_url=BASE)
+        page = client.get("/?status=stopped")
+        assert page.status_code == 200, page.text
+        assert re.findall(r'<tr data-attempt="([^"]+)"', page.text) == ["t8-old", "t7"]
+        assert client.get("/trace/t8").status_code == 200
+        client.close()
+    assert db.read_bytes() == before

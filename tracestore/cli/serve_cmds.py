@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from tracestore.cli.common import DbOption, app, handles_errors, open_store
+from tracestore.cli.common import DbOption, app, database_name, handles_errors, open_store
 from tracestore.errors import InputError
 
 
@@ -72,7 +72,14 @@ def serve(
     except ModuleNotFoundError as exc:  # starlette, uvicorn or jinja2 missing
         raise InputError(f"the desk needs {exc.name}: pip install 'tracestore[serve]'",
                          code="missing_dependency") from exc
-    with open_store(db, create=False) as store:
+    from tracestore.store.engine import cannot_write, resolve_url
+
+    read_only = cannot_write(resolve_url(db))
+    if read_only and (reviewer is not None or signer is not None):
+        raise InputError(f"{database_name(db)} cannot be written: the desk can show it but "
+                         "not record reviews (leave out --reviewer and --key)",
+                         code="store_read_only")
+    with open_store(db, create=False, read_only=read_only) as store:
         store.head_position()  # an unreadable database fails here, before binding
         config = DeskConfig(db=db, reviewer=reviewer, key=signer, host=host, port=port,
                             token=token if not is_loopback(host) or token else None,
