@@ -412,3 +412,30 @@ def test_a_read_only_archive_is_listed_without_writing(tmp_path: Path) -> None:
         assert client.get("/trace/t8").status_code == 200
         client.close()
     assert db.read_bytes() == before
+
+
+def test_the_banner_follows_the_store_while_the_desk_runs(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from tracestore.serve import app as desk_module
+
+    db = seeded(tmp_path, SEED / "t8.json")
+    desk = Desk(db)
+    try:
+        assert 'id="verify-banner"' not in desk.client.get("/").text
+        conn = sqlite3.connect(db)
+        conn.execute("DROP TRIGGER ts_events_no_update")
+        conn.commit()
+        conn.close()
+        monkeypatch.setattr(desk_module, "BANNER_EVERY_S", 0.0)
+        monkeypatch.setattr(desk_module, "REVERIFY_EVERY_S", 0.0)
+        desk.client.get("/")  # starts the check in a thread
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if 'id="verify-banner"' in desk.client.get("/").text:
+                break
+            time.sleep(0.05)
+        assert "tracestore verify fails" in desk.client.get("/trace/t8").text
+    finally:
+        desk.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -23,6 +24,9 @@ from tracestore.serve.security import Guard, allowed_hosts
 
 LOG: Final = logging.getLogger("tracestore.serve")
 BANNER_EVERY_S: Final = 1.0
+#: A store whose head did not move is verified again this often (a change behind the
+#: log's back does not move its head).
+REVERIFY_EVERY_S: Final = 60.0
 #: HTTP status per error class (the CLI's exit codes, as a browser reads them).
 _STATUS: Final = ((NotFound, 404), (ReviewError, 409), (InputError, 400), (StoreError, 503))
 
@@ -60,20 +64,36 @@ class Desk:
 
             self.key_id = key_id(config.key)
         self._verified: tuple[int, str | None] | None = None
-        self._looked = 0.0
+        self._looked = self._verified_at = 0.0
+        self._verifying = threading.Event()
         self.guard: Guard | None = None
 
     def banner(self) -> str | None:
-        """A store that fails ``verify`` says so on every page (checked again when the
-        log's head moved, looked at no more than once a second)."""
-        now = time.monotonic()
-        if self._verified is not None and now - self._looked < BANNER_EVERY_S:
-            return self._verified[1]
-        head = self.store.head_position()
-        self._looked = now
-        if self._verified is None or self._verified[0] != head:
+        """A store that fails ``verify`` says so on every page.  The first page waits for
+        the check (``tracestore serve`` runs it before binding); when the log's head moves
+        (looked at no more than once a second), or a minute after the last check, it runs
+        again in a thread, and pages show
+        the last result meanwhile: a whole-store verify takes seconds at 100k attempts."""
+        if self._verified is None:
+            head = self.store.head_position()
             self._verified = (head, self._verify())
+            self._looked = self._verified_at = time.monotonic()
+            return self._verified[1]
+        now = time.monotonic()
+        if now - self._looked >= BANNER_EVERY_S and not self._verifying.is_set():
+            self._looked = now
+            head = self.store.head_position()
+            if head != self._verified[0] or now - self._verified_at >= REVERIFY_EVERY_S:
+                self._verified_at = now
+                self._verifying.set()
+                threading.Thread(target=self._reverify, args=(head,), daemon=True).start()
         return self._verified[1]
+
+    def _reverify(self, head: int) -> None:
+        try:
+            self._verified = (head, self._verify())
+        finally:
+            self._verifying.clear()
 
     def appended(self) -> None:
         """The desk appended: look at the head again on the next page."""
