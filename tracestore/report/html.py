@@ -13,6 +13,7 @@ such as the 8-bit CSI U+009B, bidi controls, U+2028/9 and lone surrogates become
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, Final
 
 from tracestore.events import ANSWER_DESTINATIONS
@@ -39,11 +40,17 @@ def lane_class(index: int) -> int:
     return 0 if index <= 0 else (index - 1) % LANE_COLOURS + 1
 
 
+_PLAIN: Final = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
 def _quote(value: Any) -> str:
-    """A path or query component (ids may hold any character)."""
+    """A path or query component (ids may hold any character; most need no quoting)."""
+    text = str(value)
+    if _PLAIN.fullmatch(text):
+        return text
     from urllib.parse import quote
 
-    return quote(str(value), safe="")
+    return quote(text, safe="")
 
 
 @functools.lru_cache(maxsize=1)

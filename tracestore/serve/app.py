@@ -15,7 +15,7 @@ import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from tracestore.errors import InputError, NotFound, ReviewError, StoreError, TracestoreError
@@ -46,6 +46,20 @@ class DeskConfig:
     check_hosts: bool = True
 
 
+@dataclass
+class PageContext:
+    """What the layout shows on every desk page (``desk`` in the templates)."""
+
+    reviewer: str | None
+    key_id: str | None
+    database: str
+    banner: str | None
+    notice: str | None
+    csrf: str
+    only: list[str] = field(default_factory=list)
+    "The per-attempt view's attempt (the review forms post back to it)."
+
+
 class Desk:
     """The store and what every page shows about it (reviewer, database, verify banner)."""
 
@@ -64,7 +78,7 @@ class Desk:
 
             self.key_id = key_id(config.key)
         self._verified: tuple[int, str | None] | None = None
-        self._looked = self._verified_at = 0.0
+        self._looked = self._verified_at = self._synced = 0.0
         self._verifying = threading.Event()
         self.guard: Guard | None = None
 
@@ -95,9 +109,19 @@ class Desk:
         finally:
             self._verifying.clear()
 
+    def index_needs_sync(self) -> bool:
+        """Whether to bring the queue index up to the log's head before this page (one
+        statement when nothing changed): at most once a second, and always after the desk
+        appended; appends by other processes show within a second."""
+        now = time.monotonic()
+        if now - self._synced < BANNER_EVERY_S:
+            return False
+        self._synced = now
+        return True
+
     def appended(self) -> None:
         """The desk appended: look at the head again on the next page."""
-        self._looked = 0.0
+        self._looked = self._synced = 0.0
 
     def _verify(self) -> str | None:
         try:
@@ -111,11 +135,11 @@ class Desk:
         return (f"tracestore verify fails on {self.database}{where}: {result.reason}. "
                 "What this desk shows may not be what was recorded.")
 
-    def context(self, request: Any, notice: str | None = None) -> dict[str, Any]:
-        return {"reviewer": self.config.reviewer, "key_id": self.key_id,
-                "database": self.database, "banner": self.banner(), "notice": notice,
-                "csrf": request.scope.get("state", {}).get("csrf", ""),
-                "can_review": bool(self.config.reviewer or self.config.key is not None)}
+    def context(self, request: Any, notice: str | None = None, *,
+                banner: bool = True) -> PageContext:
+        return PageContext(self.config.reviewer, self.key_id, self.database,
+                           self.banner() if banner else None, notice,
+                           request.scope.get("state", {}).get("csrf", ""))
 
     def amend(self, template: Any, attempt_id: str, trace_id: str, *,
               sets: list[tuple[str, str]], approve: bool, evidence: list[int],

@@ -107,8 +107,9 @@ def where_clause(store: EventStore, f: QueueFilter, since: str | None, until: st
 
 
 def query_page(store: EventStore, f: QueueFilter, *, after: int = 0,
-               limit: int = PAGE_SIZE) -> Page:
-    """One page of the queue (``sync`` first, unless the store is read-only)."""
+               limit: int = PAGE_SIZE, sync: bool = True) -> Page:
+    """One page of the queue (``sync`` first, unless the store is read-only or the caller
+    synced it a moment ago)."""
     from tracestore.cli import queue_index as qi
 
     since, until = check_filter(f)
@@ -116,7 +117,7 @@ def query_page(store: EventStore, f: QueueFilter, *, after: int = 0,
         rows = [r for r in qi.select_attempts(store, f) if r["first_position"] > after]
         return Page(rows[:limit], len(rows), after,
                     rows[limit - 1]["first_position"] if len(rows) > limit else None)
-    if not store.read_only:
+    if sync and not store.read_only:
         qi.sync(store)
     where, params = where_clause(store, f, since, until)
     mark = store._mark

@@ -66,7 +66,8 @@ async def index(desk: Desk, request: Any) -> Any:
 
     params = {k: request.query_params.get(k, "") for k in FILTER_PARAMS}
     after = _int(request.query_params.get("after", "0"), "after")
-    page = query_page(desk.store, parse_filter(params), after=after)
+    page = query_page(desk.store, parse_filter(params), after=after,
+                      sync=desk.index_needs_sync())
     kept = {k: v for k, v in params.items() if v.strip()}
     next_url = (f"/?{urlencode({**kept, 'after': page.next_after})}"
                 if page.next_after is not None else None)
@@ -108,7 +109,7 @@ async def trace(desk: Desk, request: Any) -> Any:
         shown = ", ".join(f"#{p}" for p in recorded.split(","))
         notice = f"recorded {len(recorded.split(','))} review event(s) at {shown}"
     context = desk.context(request, notice)
-    context["only"] = only
+    context.only = only
     return _html(render_html(report, version=desk.version, desk=context))
 
 
@@ -222,8 +223,7 @@ def error_page(desk: Desk, request: Any, status: int, title: str, message: str,
     try:
         context = desk.context(request)
     except TracestoreError:  # the store itself is what failed: no banner to compute
-        context = {"reviewer": desk.config.reviewer, "database": desk.database,
-                   "banner": None, "notice": None, "csrf": "", "key_id": desk.key_id}
+        context = desk.context(request, banner=False)
     return _html(render_page("error.html.j2", version=desk.version, desk=context,
                              title=title, message=message, code=code, status=status,
                              back=None), status)

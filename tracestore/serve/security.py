@@ -20,7 +20,6 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
-from http.cookies import SimpleCookie
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
@@ -133,12 +132,13 @@ class Guard:
 
 
 def _cookies(header: str) -> dict[str, str]:
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(header)
-    except Exception:  # a malformed cookie header is no session
-        return {}
-    return {k: m.value for k, m in jar.items()}
+    """``name=value; name=value`` (the desk's own cookies are plain tokens: no quoting)."""
+    out: dict[str, str] = {}
+    for part in header.split(";"):
+        name, sep, value = part.strip().partition("=")
+        if sep and name in (SESSION_COOKIE, TOKEN_COOKIE):
+            out.setdefault(name, value.strip().strip('"'))
+    return out
 
 
 def _cookie(name: str, value: str) -> str:
