@@ -439,3 +439,15 @@ def test_the_banner_follows_the_store_while_the_desk_runs(tmp_path: Path,
         assert "tracestore verify fails" in desk.client.get("/trace/t8").text
     finally:
         desk.close()
+
+
+def test_help_does_not_load_the_desk() -> None:
+    from test_startup import run_cli
+
+    for args in (("--help",), ("serve", "--help")):
+        out, code, modules = run_cli(*args)
+        assert code == 0, out
+        loaded = sorted(m for m in modules if m.split(".")[0] in ("starlette", "uvicorn",
+                                                                  "jinja2", "sqlalchemy")
+                        or m.startswith("tracestore.serve"))
+        assert loaded == [], (args, loaded)
