@@ -187,9 +187,10 @@ def test_short_runs_stay_one_row_per_delta_and_quiet_runs_fold() -> None:
             row(10, "delta", "text delta", lane=2)]
     folded = list(fold_rows(rows))
     assert [(r.position, r.kind, r.count) for r in folded] == [
-        (1, "delta", 1), (2, "delta", 1), (3, "fold", 3), (6, "stop", 1), (7, "segment", 1),
-        (8, "delta", 1), (9, "delta", 1), (10, "delta", 1)]
-    assert folded[2].label == "2 capture segments · 1 keepalive"
+        (1, "delta", 1), (2, "delta", 1), (3, "fold", 4), (6, "stop", 1), (8, "delta", 1),
+        (9, "delta", 1), (10, "delta", 1)]
+    assert folded[2].label == "3 capture segments · 1 keepalive"
+    assert [m.position for m in folded[2].members] == [3, 4, 5, 7]
 
 
 def test_every_frame_has_its_native_json_and_attempts_have_human_labels() -> None:
@@ -241,3 +242,45 @@ def test_the_model_named_by_the_frames(tmp_path: Path) -> None:
     facts = build_report(events, "tr1").lanes[0].facts
     assert facts.model is not None and facts.model.startswith("gpt-5")
     assert dict(facts.usage).get("completion_tokens") is not None
+
+
+def test_capture_segments_leave_the_timeline_and_deltas_between_them_fold() -> None:
+    """A live recording writes a segment before each chunk's frames: seg, d, d, seg, d ..."""
+    from tracestore.report.layout import fold_rows
+    from tracestore.report.model import Row
+
+    def row(position: int, kind: str) -> Row:
+        return Row(position, 1, kind, "text delta" if kind == "delta" else kind, "w", block=0)
+
+    kinds = ["segment", "delta", "delta", "segment", "delta", "keepalive", "segment",
+             "delta", "segment", "terminal"]
+    folded = list(fold_rows(row(p, k) for p, k in enumerate(kinds, start=1)))
+    assert [(r.position, r.kind, r.count) for r in folded] == [
+        (1, "fold", 5), (2, "delta", 4), (10, "terminal", 1)]
+    assert folded[0].label == "4 capture segments · 1 keepalive"
+    assert [m.position for m in folded[1].members] == [2, 3, 5, 8]
+    assert folded[1].text == "wwww" and folded[1].last_position == 8
+
+
+def test_a_live_recording_reads_without_its_segments(tmp_path: Path) -> None:
+    from tracestore.recording.recorder import Recorder
+
+    data = (REPO / "fixtures" / "real" / "anthropic" / "stop-sequence.sse").read_bytes()
+    with Recorder(f"sqlite:///{tmp_path / 'live.db'}") as rec:
+        attempt = rec.trace("live").attempt("live-a")
+        for i in range(0, len(data), 64):  # a chunk at a time, as a transport delivers
+            attempt.feed(data[i:i + 64])
+        attempt.close()
+        events = rec.store.read(trace_id="live")
+    report = build_report(events, "live")
+    kinds = [row.kind for row in report.rows]
+    assert sum(e.type == "capture.segment" for e in events) == 11
+    assert kinds.count("segment") == 0 and kinds.count("fold") == 1
+    fold = next(row for row in report.rows if row.kind == "fold")
+    assert fold.label == "11 capture segments · 1 keepalive" and fold.count == 12
+    deltas = [row for row in report.rows if row.kind == "delta"]
+    assert [(d.label, d.count) for d in deltas] == [("text delta ×4", 4)]
+    assert sum(row.count for row in report.rows) == len(events)  # every event, once
+    page = render_html(report, version="test")  # every position still has its anchor
+    assert set(re.findall(r'id="e(\d+)"', page)) >= {str(e.position) for e in events
+                                                      if e.attempt_id is not None}
