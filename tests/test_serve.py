@@ -12,11 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from clihelp import count_events, run
 
 from tracestore.serve.app import DeskConfig, desk_app
 from tracestore.store.log import EventStore
-
-from clihelp import count_events, run
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
@@ -451,3 +450,22 @@ def test_help_does_not_load_the_desk() -> None:
                                                                   "jinja2", "sqlalchemy")
                         or m.startswith("tracestore.serve"))
         assert loaded == [], (args, loaded)
+
+
+def test_a_long_attempt_links_its_frames_page_by_page(tmp_path: Path) -> None:
+    from serve_scenarios import long_attempt, write
+
+    db = seeded(tmp_path, write(tmp_path / "long.json", long_attempt(frames=320)))
+    desk = Desk(db)
+    try:
+        page = desk.client.get("/trace/t10k").text
+        assert "text delta ×316" in page and len(page) < 200_000
+        link = re.search(r'href="(/events/t10k-a\?from=(\d+))"', page)
+        assert link is not None
+        frames = desk.client.get(link.group(1))
+        shown = [int(p) for p in re.findall(r'<li id="e(\d+)"', frames.text)]
+        assert shown[0] == int(link.group(2)) and len(shown) == 200
+        more = re.search(r'href="(/events/t10k-a\?from=(\d+))" rel="next"', frames.text)
+        assert more is not None and int(more.group(2)) == shown[-1] + 1
+    finally:
+        desk.close()

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from clihelp import count_events, run
 from serve_scenarios import many_attempts, write
 from test_report_browser import ARTIFACTS, HOSTILE, REPO, SEED, browser  # noqa: F401

@@ -166,11 +166,11 @@ class Desk:
 
 def desk_app(config: DeskConfig, store: Any) -> Any:
     """The ASGI app: Starlette routes inside the ``Guard`` (host, token, CSRF, headers)."""
+    from functools import partial
+
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
     from starlette.routing import Route
-
-    from functools import partial
 
     desk = Desk(config, store)
 

@@ -131,7 +131,7 @@ def query_page(store: EventStore, f: QueueFilter, *, after: int = 0,
         total = conn.exec_driver_sql(count, tuple(params)).scalar() or 0
     listing = []
     for row in rows[:limit]:
-        item = dict(zip(_COLUMNS, row))
+        item = dict(zip(_COLUMNS, row, strict=True))
         item["reasons"] = [x for x in (item["reasons"] or "").split(",") if x]
         item["violation_codes"] = [x for x in (item["violation_codes"] or "").split(",")
                                    if x and ":" not in x]

@@ -47,7 +47,7 @@ def _filter_form(items: tuple[tuple[str, str], ...]) -> Any:
     """The filter form for these values (the same values give the same form: built once)."""
     from markupsafe import Markup
 
-    from tracestore.cli.queue_index import REVIEW_STATES, _EXTRA_APIS
+    from tracestore.cli.queue_index import _EXTRA_APIS, REVIEW_STATES
     from tracestore.projections import reasons as R
     from tracestore.providers.base import PROVIDER_NAMES
     from tracestore.report.html import environment
