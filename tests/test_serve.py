@@ -469,3 +469,24 @@ def test_a_long_attempt_links_its_frames_page_by_page(tmp_path: Path) -> None:
         assert more is not None and int(more.group(2)) == shown[-1] + 1
     finally:
         desk.close()
+
+
+def test_a_database_the_desk_cannot_read_is_one_page_naming_it(tmp_path: Path) -> None:
+    db = seeded(tmp_path, SEED / "t8.json")
+    desk = Desk(db)
+    try:
+        conn = sqlite3.connect(db)
+        conn.execute("DROP VIEW IF EXISTS ts_attempts")  # views depend on the table
+        for (view,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'view'"
+                                    ).fetchall():
+            conn.execute(f"DROP VIEW {view}")
+        conn.execute("DROP TABLE ts_events")
+        conn.commit()
+        conn.close()
+        for path in ("/", "/trace/t8"):
+            page = desk.client.get(path)
+            assert page.status_code == 503, (path, page.text[:300])
+            assert "the desk cannot read its database" in page.text and str(db) in page.text
+            assert "store_damaged" in page.text and "Traceback" not in page.text
+    finally:
+        desk.close()
