@@ -146,7 +146,7 @@ def test_pages_fit_390px_and_25_attempts_read(page: object,
     _shot(page, "serve-trace-25.png", clip={"x": 0, "y": 0, "width": 1280,
                                             "height": timeline["y"] + 640})
     page.set_viewport_size({"width": 390, "height": 800})
-    for path in ("/trace/t25", "/", "/trace/t8-buggy-app", "/trace/t8"):
+    for path in ("/trace/t25", "/", "/events/t8-new", "/nope", "/trace/t8-buggy-app", "/trace/t8"):
         page.goto(alice.url + path, wait_until="load")
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, (path, width)
