@@ -149,3 +149,138 @@ def test_report_command_errors(db_file: Path, tmp_path: Path) -> None:
 def test_version_is_in_the_page() -> None:
     page = render_html(t8_report(), version=tracestore.__version__)
     assert f'content="tracestore {tracestore.__version__}"' in page
+
+
+# -- issue 22: a trace page that scales ------------------------------------------------------
+
+def test_a_long_run_of_deltas_is_one_row_with_its_frames() -> None:
+    from serve_scenarios import ANSWER, long_attempt
+
+    events = preview_replay(parse_scenario(long_attempt(frames=300)))[1]
+    report = build_report(events, "t10k", version="test")
+    folded = [row for row in report.rows if row.members]
+    assert len(folded) == 1
+    run_row = folded[0]
+    assert (run_row.kind, run_row.label, run_row.count) == ("delta", "text delta ×296", 296)
+    assert run_row.text.endswith(ANSWER)
+    assert [m.position for m in run_row.members] == list(
+        range(run_row.position, run_row.last_position + 1))
+    assert len(report.rows) == len(events) - 295  # 296 rows became one
+    page = render_html(report, version="test")
+    assert 'data-count="296"' in page and "text delta ×296" in page
+    shown = {int(p) for p in re.findall(r'<li id="e(\d+)"', page)}
+    assert len(shown) == 100  # the first and last 50, with their native JSON
+    assert "196 more (<code>tracestore events --attempt t10k-a</code> shows each)" in page
+    assert len(page) < 200_000
+
+
+def test_short_runs_stay_one_row_per_delta_and_quiet_runs_fold() -> None:
+    from tracestore.report.layout import fold_rows
+    from tracestore.report.model import Row
+
+    def row(position: int, kind: str, label: str = "x", lane: int = 1) -> Row:
+        return Row(position, lane, kind, label, "t", block=0)
+
+    rows = [row(1, "delta", "text delta"), row(2, "delta", "text delta"),
+            row(3, "segment"), row(4, "keepalive"), row(5, "segment"), row(6, "stop"),
+            row(7, "segment"), row(8, "delta", "text delta"), row(9, "delta", "text delta"),
+            row(10, "delta", "text delta", lane=2)]
+    folded = list(fold_rows(rows))
+    assert [(r.position, r.kind, r.count) for r in folded] == [
+        (1, "delta", 1), (2, "delta", 1), (3, "fold", 4), (6, "stop", 1), (8, "delta", 1),
+        (9, "delta", 1), (10, "delta", 1)]
+    assert folded[2].label == "3 capture segments · 1 keepalive"
+    assert [m.position for m in folded[2].members] == [3, 4, 5, 7]
+
+
+def test_every_frame_has_its_native_json_and_attempts_have_human_labels() -> None:
+    report = t8_report()
+    page = render_html(report, version="test")
+    frames = [row for row in report.rows if row.native is not None]
+    assert [r.position for r in frames] == [4, 5, 10, 11, 12, 13, 14, 15, 16, 24]
+    assert len(frames) == 10 and page.count('<details class="native">') == 10
+    assert "&#34;contentBlockDelta&#34;" in page or "&quot;contentBlockDelta&quot;" in page
+    assert [lane.label for lane in report.lanes] == ["attempt 1", "attempt 2 (retry of 1)"]
+    only_new = build_report(scenario_events(SEED / "t8.json"), "t8", attempts=["t8-new"])
+    assert only_new.lanes[0].label == "attempt 2 (retry of 1)"  # numbered within the trace
+
+
+def test_bad_writes_show_a_word_diff_against_the_released_answer() -> None:
+    report = build_report(scenario_events(SEED / "t8-buggy-app.json"), "t8-buggy-app",
+                          version="test")
+    assert report.diffs == {20: [
+        ("same", "The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed "),
+        ("ins", "Thursday.It is closed "), ("same", "Thursday.")]}
+    page = render_html(report, version="test")
+    assert "<ins>Thursday.It is closed </ins>" in page
+
+
+def test_header_facts_come_from_the_recording() -> None:
+    from serve_scenarios import many_attempts
+
+    events = preview_replay(parse_scenario(many_attempts(attempts=3)))[1]
+    first, _, last = (lane.facts for lane in build_report(events, "t25").lanes)
+    assert first.model == "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert ("inferenceConfig.temperature", "0.2") in first.request
+    assert (first.first_token_ms, first.duration_ms, first.usage) == (160.0, 280.0, ())
+    assert last.usage == (("inputTokens", "30"), ("outputTokens", "20"), ("totalTokens", "50"))
+    t8 = t8_report().lanes[0].facts
+    assert (t8.model, t8.first_token_ms, t8.duration_ms) == (None, None, None)
+    assert "not recorded" in render_html(t8_report(), version="test")
+
+
+def test_the_model_named_by_the_frames(tmp_path: Path) -> None:
+    from tracestore.ingest import plan_ingest
+    from tracestore.store.log import EventStore
+
+    capture = REPO / "fixtures" / "real" / "openai-chat" / "text-usage-moderation-gpt-5.sse"
+    plan = plan_ingest(capture.read_bytes(), filename=capture.name, attempt_id="a1",
+                       trace_id="tr1")
+    with EventStore(f"sqlite:///{tmp_path / 's.db'}") as store:
+        store.append(plan.events, blob_data=plan.blobs if hasattr(plan, "blobs") else [])
+        events = store.read(trace_id="tr1")
+    facts = build_report(events, "tr1").lanes[0].facts
+    assert facts.model is not None and facts.model.startswith("gpt-5")
+    assert dict(facts.usage).get("completion_tokens") is not None
+
+
+def test_capture_segments_leave_the_timeline_and_deltas_between_them_fold() -> None:
+    """A live recording writes a segment before each chunk's frames: seg, d, d, seg, d ..."""
+    from tracestore.report.layout import fold_rows
+    from tracestore.report.model import Row
+
+    def row(position: int, kind: str) -> Row:
+        return Row(position, 1, kind, "text delta" if kind == "delta" else kind, "w", block=0)
+
+    kinds = ["segment", "delta", "delta", "segment", "delta", "keepalive", "segment",
+             "delta", "segment", "terminal"]
+    folded = list(fold_rows(row(p, k) for p, k in enumerate(kinds, start=1)))
+    assert [(r.position, r.kind, r.count) for r in folded] == [
+        (1, "fold", 5), (2, "delta", 4), (10, "terminal", 1)]
+    assert folded[0].label == "4 capture segments · 1 keepalive"
+    assert [m.position for m in folded[1].members] == [2, 3, 5, 8]
+    assert folded[1].text == "wwww" and folded[1].last_position == 8
+
+
+def test_a_live_recording_reads_without_its_segments(tmp_path: Path) -> None:
+    from tracestore.recording.recorder import Recorder
+
+    data = (REPO / "fixtures" / "real" / "anthropic" / "stop-sequence.sse").read_bytes()
+    with Recorder(f"sqlite:///{tmp_path / 'live.db'}") as rec:
+        attempt = rec.trace("live").attempt("live-a")
+        for i in range(0, len(data), 64):  # a chunk at a time, as a transport delivers
+            attempt.feed(data[i:i + 64])
+        attempt.close()
+        events = rec.store.read(trace_id="live")
+    report = build_report(events, "live")
+    kinds = [row.kind for row in report.rows]
+    assert sum(e.type == "capture.segment" for e in events) == 11
+    assert kinds.count("segment") == 0 and kinds.count("fold") == 1
+    fold = next(row for row in report.rows if row.kind == "fold")
+    assert fold.label == "11 capture segments · 1 keepalive" and fold.count == 12
+    deltas = [row for row in report.rows if row.kind == "delta"]
+    assert [(d.label, d.count) for d in deltas] == [("text delta ×4", 4)]
+    assert sum(row.count for row in report.rows) == len(events)  # every event, once
+    page = render_html(report, version="test")  # every position still has its anchor
+    assert set(re.findall(r'id="e(\d+)"', page)) >= {str(e.position) for e in events
+                                                      if e.attempt_id is not None}

@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "evidence_cmds", "reviewer_cmds", "queue_cmds", "judge_cmds",
     "recording_cmds", "contract_cmds", "agent_cmds", "report_cmds", "export_cmds",
     "proxy_cmds",  # issue 24
+    "serve_cmds",  # issue 22
 )
 # Where each command lives (tests/test_startup.py checks this against the modules).
 COMMAND_HOMES = {
@@ -36,6 +37,7 @@ COMMAND_HOMES = {
     "scenario-schema": "recording_cmds", "contract": "contract_cmds", "grade": "agent_cmds",
     "report": "report_cmds", "export": "export_cmds", "import": "export_cmds",
     "proxy": "proxy_cmds",  # issue 24
+    "serve": "serve_cmds",  # issue 22
 }
 
 

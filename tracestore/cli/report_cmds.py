@@ -65,7 +65,8 @@ def report(
 
     write_atomically(html, page)
     summary = {"trace_id": trace_id, "html": str(html), "attempts": len(result.lanes),
-               "events": len(result.rows), "violations": len(result.violations)}
+               "events": sum(row.count for row in result.rows),
+               "violations": len(result.violations)}
     if as_json:
         emit_json(summary)
     else:

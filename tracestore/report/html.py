@@ -12,7 +12,9 @@ such as the 8-bit CSI U+009B, bidi controls, U+2028/9 and lone surrogates become
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import re
+from typing import Any, Final
 
 from tracestore.events import ANSWER_DESTINATIONS
 from tracestore.projections.reasons import POLICY_VERSION
@@ -22,29 +24,69 @@ from tracestore.report.model import TraceReport
 SYMBOLS = {
     "trace": "●", "open": "▶", "frame": "·", "delta": "¶", "terminal": "◆", "error": "✖",
     "stop": "■", "drain": "⇥", "semantic": "✓", "decision": "⚖", "write": "→",
-    "progress": "…", "review": "✎", "other": "·",
+    "progress": "…", "review": "✎", "segment": "≋", "keepalive": "≋", "fold": "≋",
+    "other": "·",
 }
+#: Up to this many attempts the timeline has one lane (column) per attempt; beyond, one
+#: column of events, each named by its attempt ("attempt 7") and coloured by it.
+WIDE_LANES: Final = 4
+#: A folded run shows its first and last this-many events (with their native JSON) inline.
+MEMBERS_SHOWN: Final = 50
+#: Distinct lane colours (report.css); lane 65 takes lane 1's colour, its name differs.
+LANE_COLOURS: Final = 64
 
 
-def _environment() -> Any:
+def lane_class(index: int) -> int:
+    return 0 if index <= 0 else (index - 1) % LANE_COLOURS + 1
+
+
+_PLAIN: Final = re.compile(r"[A-Za-z0-9_.~-]*")
+
+
+def _quote(value: Any) -> str:
+    """A path or query component (ids may hold any character; most need no quoting)."""
+    text = str(value)
+    if _PLAIN.fullmatch(text):
+        return text
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> Any:
+    """The one template set: the report file and the desk (``tracestore serve``)."""
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("tracestore.report", "templates"),
         autoescape=True,  # every template, whatever its file name
         undefined=jinja2.StrictUndefined,
         trim_blocks=True, lstrip_blocks=True,
         finalize=_neutralized,
     )
+    env.filters["q"] = _quote
+    env.globals.update(lane_class=lane_class, wide_lanes=WIDE_LANES,
+                       members_shown=MEMBERS_SHOWN, symbols=SYMBOLS)
+    return env
 
 
 def _neutralized(value: Any) -> Any:
     """Every ``{{ }}`` value, made inert as in every other output (line feeds and tabs are
     layout here, kept); markup the templates build (macros) keeps its safe mark."""
+    if type(value) is str and value.isprintable():  # the common case, first
+        return value
     from markupsafe import Markup
 
+    from tracestore.report.model import LazyJSON
     from tracestore.text.neutralize import visible
 
+    if isinstance(value, LazyJSON):
+        value = str(value)
+    if isinstance(value, str) and value.isprintable():
+        # Every character the neutralizer rewrites is non-printable to Python (Cc, Cf,
+        # Zl, Zp, Cs): printable text is already clean.
+        return value
     if isinstance(value, Markup):
         return Markup(visible(str(value), keep="\n\t"))
     if isinstance(value, str):
@@ -52,11 +94,22 @@ def _neutralized(value: Any) -> Any:
     return value
 
 
-def render_html(report: TraceReport, *, version: str) -> str:
-    """The page for ``report`` (pure: the same report gives the same bytes)."""
-    template = _environment().get_template("trace.html.j2")
+def render_html(report: TraceReport, *, version: str, desk: Any = None) -> str:
+    """The page for ``report`` (pure: the same report gives the same bytes); ``desk`` is
+    the desk's page context (``tracestore.serve``), None for the self-contained file."""
+    template = environment().get_template("trace.html.j2")
     return template.render(
-        r=report, version=version, policy=POLICY_VERSION, symbols=SYMBOLS,
+        r=report, version=version, policy=POLICY_VERSION, desk=desk,
         descriptions=report.descriptions, destinations=ANSWER_DESTINATIONS,
         violation_positions={v.position for v in report.violations},
     )
+
+
+def render_page(name: str, *, version: str, desk: Any = None, **context: Any) -> str:
+    """Any other page of the template set (the desk's index and error pages)."""
+    return environment().get_template(name).render(version=version, desk=desk, **context)
+
+
+def render_css() -> str:
+    """The stylesheet the desk serves (the file report inlines the same one)."""
+    return environment().get_template("report.css").render()

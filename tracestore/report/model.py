@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tracestore.errors import InputError, NotFound
@@ -25,7 +25,7 @@ from tracestore.review.templates import Template
 
 #: Row kinds (CSS classes in the page): each is drawn distinctly.
 KINDS = ("trace", "open", "frame", "delta", "terminal", "error", "stop", "drain", "semantic",
-         "decision", "write", "progress", "review", "other")
+         "decision", "write", "progress", "review", "segment", "keepalive", "fold", "other")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,18 @@ class Row:
     marks: tuple[str, ...] = ()
     "late (after the attempt's decision), application (a real app's write) …"
     violations: tuple[Violation, ...] = ()
+    native: LazyJSON | None = None
+    "A frame's native JSON as recorded (pretty-printed when shown, in a closed ``<details>``)."
+    block: int | None = None
+    "The content block a delta belongs to (runs of one block's deltas fold together)."
+    members: tuple[Row, ...] = ()
+    "A folded row's rows (deltas of one block, or capture segments and keepalives)."
+    last_position: int | None = None
+    "A folded row's last position."
+
+    @property
+    def count(self) -> int:
+        return len(self.members) or 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +68,23 @@ class Lane:
     drain_position: int | None
     terminal_position: int | None
     record: ReviewRecord | None
+    number: int = 0
+    "1 for the trace's first attempt, 2 for the next … (all attempts, shown or not)."
+    retry_number: int | None = None
+    "The number of the attempt this one retries."
+    facts: Any = None
+    "``report.facts.AttemptFacts``: request settings, model, usage, timings."
 
     @property
     def decision(self) -> Any:
         return self.audit.decision
+
+    @property
+    def label(self) -> str:
+        """What people call the attempt: "attempt 3 (retry of 2)"."""
+        retry = f" (retry of {self.retry_number})" if self.retry_number else (
+            " (a retry)" if self.retry_of else "")
+        return f"attempt {self.number}{retry}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +97,10 @@ class TraceReport:
     head_position: int
     descriptions: dict[str, str]
     "Reason code → sentence, for every code the page shows."
+    diffs: dict[int, Any] = field(default_factory=dict)
+    "Write position → word diff against the released answer (``facts.word_diff``)."
+    all_attempts: int = 0
+    "Attempts in the trace (the lanes may show fewer)."
 
 
 def build_report(events: Sequence[StoredEvent], trace_id: str, *,
@@ -87,10 +116,26 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
         if attempt_id not in all_attempts:
             raise InputError(f"attempt {attempt_id!r} is not part of trace {trace_id!r}",
                              code="attempt_not_in_trace", attempt_id=attempt_id)
+    from tracestore.report.facts import attempt_facts, write_diffs
+    from tracestore.report.layout import fold_rows
+
     report = audit(events, trace_id=trace_id)
-    lanes = tuple(_lane(events, a, report, template, version) for a in chosen)
+    numbers = {a: i + 1 for i, a in enumerate(all_attempts)}
+    by_attempt: dict[str, list[StoredEvent]] = {}
+    for stored in events:
+        if stored.attempt_id is not None:
+            by_attempt.setdefault(stored.attempt_id, []).append(stored)
+    built = [_lane(by_attempt.get(a, []), events, a, report, template, version, numbers)
+             for a in chosen]
     violations = tuple(v for v in report.violations if v.attempt_id in chosen)
-    rows = tuple(_rows(events, trace_id, lanes, violations))
+    frames: dict[int, tuple[str, str, str | None, int | None]] = {}
+    for _, described in built:
+        for position, kind, label, text, block, _usage in described:
+            frames[position] = (kind, label, text, block)
+    lanes = tuple(replace(lane, facts=attempt_facts(by_attempt.get(lane.attempt_id, []),
+                                                    described))
+                  for lane, described in built)
+    rows = tuple(fold_rows(_rows(events, trace_id, lanes, violations, frames)))
     trace = next((e.event for e in events if isinstance(e.event, TraceOpened)
                   and e.event.trace_id == trace_id), None)
     codes = {c for lane in lanes for c in (*lane.decision.reasons, *lane.decision.notes,
@@ -98,34 +143,35 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
     codes |= {v.code for v in violations}
     descriptions = {c: DESCRIPTIONS.get(c, "") for c in sorted(codes)}
     head = max((e.position for e in events), default=0)
-    return TraceReport(trace_id, trace, lanes, rows, violations, head, descriptions)
+    return TraceReport(trace_id, trace, lanes, rows, violations, head, descriptions,
+                       write_diffs(events, lanes, violations), len(all_attempts))
 
 
-def _lane(events: Sequence[StoredEvent], attempt_id: str, report: AuditReport,
-          template: Template | None, version: str) -> Lane:
+def _lane(own: Sequence[StoredEvent], events: Sequence[StoredEvent], attempt_id: str,
+          report: AuditReport, template: Template | None, version: str,
+          numbers: dict[str, int]) -> tuple[Lane, list[FrameRow]]:
+    """One attempt's lane and its frames described; ``own`` are the attempt's events,
+    ``events`` the trace's."""
     dest = next(a for a in report.attempts if a.attempt_id == attempt_id)
-    start = next(e.event for e in events if e.type == "attempt.started"
-                 and e.event.attempt_id == attempt_id)
-    drains = [e.position for e in events
-              if e.type == "transport.drained" and e.attempt_id == attempt_id]
-    stops = [e.position for e in events
-             if e.type == "local.stopped" and e.attempt_id == attempt_id]
-    record = (fill_record(template, events, attempt_id, version=version)
+    start = next(e.event for e in own if e.type == "attempt.started")
+    drains = [e.position for e in own if e.type == "transport.drained"]
+    stops = [e.position for e in own if e.type == "local.stopped"]
+    record = (fill_record(template, events, attempt_id, version=version, report=report)
               if template is not None else None)
+    described = _frame_rows(own, attempt_id, start.api)
+    terminal = next((row[0] for row in described if row[1] == "terminal"), None)
     return Lane(attempt_id, start.reader, start.api, start.retry_of, dest,
                 stops[0] if stops else None, drains[0] if drains else None,
-                _terminal_position(events, attempt_id, start.api), record)
+                terminal, record, numbers.get(attempt_id, 0),
+                numbers.get(start.retry_of) if start.retry_of else None), described
 
 
-def _terminal_position(events: Sequence[StoredEvent], attempt_id: str, api: str) -> int | None:
-    for row in _frame_rows(events, attempt_id, api):
-        if row[1] == "terminal":
-            return row[0]
-    return None
+#: (position, kind, label, text, block, usage) of one frame.
+FrameRow = tuple[int, str, str, "str | None", "int | None", Any]
 
 
 def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
-                ) -> list[tuple[int, str, str, str | None]]:
+                ) -> list[FrameRow]:
     try:
         normalizer = make_normalizer(api)
     except InputError:
@@ -137,16 +183,26 @@ def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
     return out
 
 
-def _describe_frame(frame: Any, normalizer: Any) -> tuple[str, str, str | None]:
-    """(kind, label, text) for one frame, from the same normalizer the projections use."""
+def _describe_frame(frame: Any, normalizer: Any
+                    ) -> tuple[str, str, str | None, int | None, Any]:
+    """(kind, label, text, block, usage) for one frame, from the normalizer the
+    projections use."""
     if normalizer is None:
-        return "frame", ", ".join(frame.kinds) or "frame", None
-    kind, labels, texts = "frame", [], []
+        return "frame", ", ".join(frame.kinds) or "frame", None, None, None
+    kind, labels, texts, block, usage = "frame", [], [], None, None
     for obs in normalizer.feed(frame.native, frame.event_name):
+        if obs.usage is not None:
+            usage = obs.usage
         if obs.kind in ("text_delta", "final_text", "reasoning_delta"):
             kind = "delta" if kind == "frame" else kind
             labels.append(obs.kind.replace("_", " "))
             texts.append(obs.text or "")
+            block = obs.block if block is None else block
+        elif obs.kind == "keepalive":
+            kind = "keepalive" if kind == "frame" else kind
+            labels.append("keepalive")
+        elif obs.kind == "raw":
+            labels.append(f"{obs.native_type or 'raw'} (nothing to read)")
         elif obs.kind == "terminal":
             kind = "terminal"
             labels.append(f"native end: {obs.stop_reason or obs.status or 'unknown'}")
@@ -155,16 +211,14 @@ def _describe_frame(frame: Any, normalizer: Any) -> tuple[str, str, str | None]:
             labels.append(f"error {obs.error_code or obs.native_type}")
         else:
             labels.append(obs.kind.replace("_", " "))
-    return kind, "; ".join(labels) or "frame", " ".join(texts) if texts else None
+    return (kind, "; ".join(labels) or "frame", " ".join(texts) if texts else None, block,
+            usage)
 
 
 def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
-          violations: Sequence[Violation]) -> list[Row]:
+          violations: Sequence[Violation],
+          frames: dict[int, tuple[str, str, str | None, int | None]]) -> list[Row]:
     lane_of = {lane.attempt_id: i + 1 for i, lane in enumerate(lanes)}
-    frames = {}
-    for lane in lanes:
-        for position, kind, label, text in _frame_rows(events, lane.attempt_id, lane.api):
-            frames[position] = (kind, label, text)
     by_position: dict[int, list[Violation]] = {}
     for v in violations:
         by_position.setdefault(v.position, []).append(v)
@@ -178,8 +232,10 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
             lane = lane_of[owner]
         else:
             continue
+        native, block = None, None
         if stored.position in frames:
-            kind, label, text = frames[stored.position]
+            kind, label, text, block = frames[stored.position]
+            native = LazyJSON(stored.event.native)
         else:
             kind, label, text = _describe(stored)
         marks = []
@@ -190,8 +246,29 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
         if kind in ("write", "progress") and stored.event.source == "application":
             marks.append("application")
         rows.append(Row(stored.position, lane, kind, label, text, tuple(marks),
-                        tuple(by_position.get(stored.position, ()))))
+                        tuple(by_position.get(stored.position, ())), native, block))
     return rows
+
+
+class LazyJSON:
+    """A frame's native payload, pretty-printed only if a page shows it (a folded run of
+    10,000 frames shows 100)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __str__(self) -> str:
+        return _native_json(self.value)
+
+
+def _native_json(native: Any) -> str:
+    """A frame's native payload as people read JSON (non-ASCII kept; the page escapes)."""
+    try:
+        return json.dumps(native, ensure_ascii=False, indent=1, sort_keys=False)
+    except (TypeError, ValueError):
+        return repr(native)
 
 
 def _describe(stored: StoredEvent) -> tuple[str, str, str | None]:
@@ -220,6 +297,8 @@ def _describe(stored: StoredEvent) -> tuple[str, str, str | None]:
         # Names the record it approved: the report may show another template's record,
         # which this approval does not cover (issue 21).
         return "review", f"{event.template} record approved by {event.reviewer}", None
+    if kind == "capture.segment":
+        return "segment", f"capture segment {event.framing}", f"{event.size} bytes"
     if kind == "capture.stored":
         return "other", f"capture {event.framing}", f"{event.size} bytes"
     if kind == "model.decision":

@@ -103,8 +103,9 @@ def find_attempt(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
 
 
 def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: str,
-                  version: str) -> ReviewContext:
-    """Run the projections once for ``attempt_id``; ``NotFound`` if it never started."""
+                  version: str, report: AuditReport | None = None) -> ReviewContext:
+    """Run the projections once for ``attempt_id``; ``NotFound`` if it never started.
+    ``report`` is the trace's ``audit`` when the caller has it already (the trace page)."""
     ordered = tuple(sorted(events, key=lambda e: e.position))
     start = find_attempt(ordered, attempt_id)
     trace_id = start.event.trace_id
@@ -113,7 +114,8 @@ def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: s
         if isinstance(stored.event, TraceOpened) and stored.event.trace_id == trace_id:
             trace, trace_position = stored.event, stored.position
             break
-    report = audit(ordered, trace_id=trace_id)
+    if report is None:
+        report = audit(ordered, trace_id=trace_id)
     mine = next(a for a in report.attempts if a.attempt_id == attempt_id)
     return ReviewContext(
         template=template, attempt_id=attempt_id, events=ordered, version=version,

@@ -219,9 +219,11 @@ def fill_field(field: TemplateField, ctx: ReviewContext, latest: Amendment | Non
 
 
 def fill_record(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
-                version: str) -> ReviewRecord:
-    """The record for ``attempt_id`` from its trace's events (``NotFound`` if absent)."""
-    ctx = build_context(events, attempt_id, template=template.name, version=version)
+                version: str, report: Any = None) -> ReviewRecord:
+    """The record for ``attempt_id`` from its trace's events (``NotFound`` if absent);
+    ``report`` is the trace's audit when the caller computed it already."""
+    ctx = build_context(events, attempt_id, template=template.name, version=version,
+                        report=report)
     review = ctx.review_events()
     history = amendments(review)
     latest = {a.field: a for a in history}  # later values replace earlier ones

@@ -1,0 +1,207 @@
+"""The reviewer's desk: a Starlette app over one store (``tracestore serve``).
+
+Pages are the report's templates (``tracestore.report``, one set for the file and the
+desk): the queue index (``listing``), a trace (``report.model.build_report``), a stretch
+of an attempt's events with their native JSON.  Review forms post to ``/review/ATTEMPT``;
+each post is planned by ``review.plan_review`` inside the append transaction, against the
+reviewer registry as that transaction sees it -- exactly what ``tracestore review
+--set/--approve`` appends, with the same refusals.  Every failure is a page with its
+stable error code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from tracestore.errors import InputError, NotFound, ReviewError, StoreError, TracestoreError
+from tracestore.serve import pages
+from tracestore.serve.security import Guard, allowed_hosts
+
+LOG: Final = logging.getLogger("tracestore.serve")
+BANNER_EVERY_S: Final = 1.0
+#: A store whose head did not move is verified again this often (a change behind the
+#: log's back does not move its head).
+REVERIFY_EVERY_S: Final = 60.0
+#: HTTP status per error class (the CLI's exit codes, as a browser reads them).
+_STATUS: Final = ((NotFound, 404), (ReviewError, 409), (InputError, 400), (StoreError, 503))
+
+
+@dataclass
+class DeskConfig:
+    db: str | None = None
+    reviewer: str | None = None
+    "Who amends and approves at this desk (None, and no key: the desk only reads)."
+    key: Any = None
+    "The reviewer's Ed25519 private key, when the store uses reviewer keys."
+    host: str = "127.0.0.1"
+    port: int = 8765
+    token: str | None = None
+    "Required for a non-loopback host (``--allow-remote --token``)."
+    template: str = "trace-review"
+    check_hosts: bool = True
+
+
+@dataclass
+class PageContext:
+    """What the layout shows on every desk page (``desk`` in the templates)."""
+
+    reviewer: str | None
+    key_id: str | None
+    database: str
+    banner: str | None
+    notice: str | None
+    csrf: str
+    only: list[str] = field(default_factory=list)
+    "The per-attempt view's attempt (the review forms post back to it)."
+
+
+class Desk:
+    """The store and what every page shows about it (reviewer, database, verify banner)."""
+
+    def __init__(self, config: DeskConfig, store: Any) -> None:
+        import tracestore
+        from tracestore.cli.common import database_name
+        from tracestore.review import load_template
+
+        self.config, self.store = config, store
+        self.version = tracestore.__version__
+        self.database = database_name(config.db)
+        self.template = load_template(config.template)
+        self.key_id = None
+        if config.key is not None:
+            from tracestore.review.signing import key_id
+
+            self.key_id = key_id(config.key)
+        self._verified: tuple[int, str | None] | None = None
+        self._looked = self._verified_at = self._synced = 0.0
+        self._verifying = threading.Event()
+        self.guard: Guard | None = None
+
+    def banner(self) -> str | None:
+        """A store that fails ``verify`` says so on every page.  The first page waits for
+        the check (``tracestore serve`` runs it before binding); when the log's head moves
+        (looked at no more than once a second), or a minute after the last check, it runs
+        again in a thread, and pages show
+        the last result meanwhile: a whole-store verify takes seconds at 100k attempts."""
+        if self._verified is None:
+            head = self.store.head_position()
+            self._verified = (head, self._verify())
+            self._looked = self._verified_at = time.monotonic()
+            return self._verified[1]
+        now = time.monotonic()
+        if now - self._looked >= BANNER_EVERY_S and not self._verifying.is_set():
+            self._looked = now
+            head = self.store.head_position()
+            if head != self._verified[0] or now - self._verified_at >= REVERIFY_EVERY_S:
+                self._verified_at = now
+                self._verifying.set()
+                threading.Thread(target=self._reverify, args=(head,), daemon=True).start()
+        return self._verified[1]
+
+    def _reverify(self, head: int) -> None:
+        try:
+            self._verified = (head, self._verify())
+        finally:
+            self._verifying.clear()
+
+    def index_needs_sync(self) -> bool:
+        """Whether to bring the queue index up to the log's head before this page (one
+        statement when nothing changed): at most once a second, and always after the desk
+        appended; appends by other processes show within a second."""
+        now = time.monotonic()
+        if now - self._synced < BANNER_EVERY_S:
+            return False
+        self._synced = now
+        return True
+
+    def appended(self) -> None:
+        """The desk appended: look at the head again on the next page."""
+        self._looked = self._synced = 0.0
+
+    def _verify(self) -> str | None:
+        try:
+            result = self.store.verify()
+        except TracestoreError as exc:
+            return f"tracestore verify fails on {self.database}: [{exc.code}] {exc.message}"
+        if result.ok:
+            return None
+        where = (f" at position {result.first_broken_position}"
+                 if result.first_broken_position is not None else "")
+        return (f"tracestore verify fails on {self.database}{where}: {result.reason}. "
+                "What this desk shows may not be what was recorded.")
+
+    def context(self, request: Any, notice: str | None = None, *,
+                banner: bool = True) -> PageContext:
+        return PageContext(self.config.reviewer, self.key_id, self.database,
+                           self.banner() if banner else None, notice,
+                           request.scope.get("state", {}).get("csrf", ""))
+
+    def amend(self, template: Any, attempt_id: str, trace_id: str, *,
+              sets: list[tuple[str, str]], approve: bool, evidence: list[int],
+              expect_digest: str | None, override_reason: str | None) -> tuple[int, ...]:
+        """Append one reviewer action as ``tracestore review`` does (same plan, same
+        checks inside the transaction, same registry)."""
+        from tracestore.review import plan_review
+        from tracestore.review.signing import REVIEWERS_STREAM, SETTINGS_STREAM, registry_of
+
+        def build(view: Any) -> tuple[list[Any], list[bytes]]:
+            events = view.read(trace_id=trace_id)
+            registry = registry_of([*view.read(stream=REVIEWERS_STREAM),
+                                    *view.read(stream=SETTINGS_STREAM)])
+            return plan_review(template, events, attempt_id, sets=sets, approve=approve,
+                               reviewer=self.config.reviewer, evidence=evidence,
+                               expect_digest=expect_digest, override_reason=override_reason,
+                               registry=registry, key=self.config.key), []
+
+        try:
+            return tuple(self.store.append_with(build).positions)
+        finally:
+            self.appended()
+
+
+def desk_app(config: DeskConfig, store: Any) -> Any:
+    """The ASGI app: Starlette routes inside the ``Guard`` (host, token, CSRF, headers)."""
+    from functools import partial
+
+    from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
+    from starlette.routing import Route
+
+    desk = Desk(config, store)
+
+    async def http_error(request: Any, exc: HTTPException) -> Any:
+        return pages.error(desk, request, exc)
+
+    async def any_error(request: Any, exc: Exception) -> Any:
+        if not isinstance(exc, TracestoreError):
+            LOG.exception("desk page failed: %s %s", request.method, request.url.path)
+        return pages.error(desk, request, exc)
+
+    routes = [
+        Route("/", partial(pages.index, desk), methods=["GET"]),
+        Route("/static/report.css", pages.stylesheet, methods=["GET"]),
+        Route("/trace/{trace_id:path}", partial(pages.trace, desk), methods=["GET"]),
+        Route("/attempt/{attempt_id:path}", partial(pages.attempt, desk), methods=["GET"]),
+        Route("/events/{attempt_id:path}", partial(pages.events, desk), methods=["GET"]),
+        Route("/review/{attempt_id:path}", partial(pages.review, desk), methods=["POST"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={
+        HTTPException: http_error, Exception: any_error, TracestoreError: any_error})
+    hosts = (allowed_hosts(config.host, config.port)
+             if config.check_hosts and config.token is None else None)
+    guard = Guard(app, secret=secrets.token_bytes(32), hosts=hosts, token=config.token)
+    desk.guard = guard
+    guard.desk = desk  # type: ignore[attr-defined]
+    return guard
+
+
+def status_of(exc: BaseException) -> int:
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return getattr(exc, "status_code", 500)

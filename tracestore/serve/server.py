@@ -1,0 +1,63 @@
+"""Running the desk: uvicorn on a socket (``serve``), or in a thread (``RunningDesk``)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from typing import Any
+
+
+def _config(app: Any, **options: Any) -> Any:
+    import uvicorn
+
+    return uvicorn.Config(app, lifespan="off", http="h11", loop="asyncio",
+                          server_header=False, access_log=False, log_level="warning",
+                          **options)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket (bound before uvicorn starts, so the port is known: 0 picks a
+    free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)  # connections queue from now on, before uvicorn starts accepting
+    return sock
+
+
+def serve(app: Any, sock: socket.socket) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
+    import uvicorn
+
+    uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+class RunningDesk:
+    """``with RunningDesk(app, sock) as desk: desk.url`` -- the desk served from a thread."""
+
+    def __init__(self, app: Any, sock: socket.socket) -> None:
+        import uvicorn
+
+        self.sock = sock
+        self.server = uvicorn.Server(_config(app))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]},
+                                       daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.sock.getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> RunningDesk:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.sock.close()
