@@ -18,11 +18,12 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, Engine, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.bulk import paused_gc
@@ -149,30 +150,134 @@ class EventStore(LogReads):
         create = create and not read_only
         if not create:
             engines.require_existing_file(self.url)
-        self._writer, self._reader = engines.make_engines(self.url, read_only=read_only)
+        self._engines: tuple[Engine, Engine] | None = None
+        self._quick_lock = threading.Lock()
+        self._quick_pool: list[Any] = []
+        self._sqlite_path = engines.sqlite_file(self.url)
+        # A SQLite file whose schema is current opens with ONE plain sqlite3 connection and
+        # one statement: the engines are built on first use (the queue's filters and most
+        # reads of one attempt never need them; building two cost ~0.8 ms, more than the
+        # indexed query itself -- issue 21).
+        current = False
+        if self._sqlite_path is not None and (read_only or migrate_schema):
+            current = self._quick_current()
+        if self._sqlite_path is not None:
+            self._dialect, self._mark = "sqlite", "?"
+        else:
+            self._dialect = self._writer.dialect.name
+            self._mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
         if read_only and engines.is_sqlite(self.url):
-            try:
-                migrate.require_current(self._reader, self.url)
-            except BaseException:
-                self.close()
-                raise
+            if not current:
+                try:
+                    migrate.require_current(self._reader, self.url)
+                except BaseException:
+                    self.close()
+                    raise
             migrate_schema = False
-        self._dialect = self._writer.dialect.name
-        mark = self._mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
+        mark = self._mark
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
-        if migrate_schema:
+        if migrate_schema and not current:
             try:
                 migrate.upgrade(self._writer, self.url, self._reader, create=create)
             except BaseException:
                 self.close()
                 raise
 
+    def _engine_pair(self) -> tuple[Engine, Engine]:
+        pair = self._engines
+        if pair is None:
+            with self._quick_lock:
+                pair = self._engines
+                if pair is None:
+                    pair = self._engines = engines.make_engines(self.url,
+                                                                read_only=self.read_only)
+        return pair
+
+    @property
+    def _writer(self) -> Engine:  # type: ignore[override]
+        return self._engine_pair()[0]
+
+    @property
+    def _reader(self) -> Engine:  # type: ignore[override]
+        return self._engine_pair()[1]
+
+    def _quick_current(self) -> bool:
+        """Whether the SQLite file is ours at SCHEMA_HEAD, on a quick connection (kept for
+        the reads that follow)."""
+        conn = self._quick_take()
+        if conn is None:
+            return False
+        try:
+            ok = migrate.is_current_quick(conn)
+        except BaseException:
+            conn.close()
+            raise
+        if ok:
+            self._quick_give(conn)
+        else:
+            conn.close()
+        return ok
+
+    def _quick_take(self) -> Any:
+        with self._quick_lock:
+            if self._quick_pool:
+                return self._quick_pool.pop()
+        assert self._sqlite_path is not None
+        return engines.quick_connect(self._sqlite_path, read_only=self.read_only)
+
+    def _quick_give(self, conn: Any) -> None:
+        with self._quick_lock:
+            if len(self._quick_pool) < 4:
+                self._quick_pool.append(conn)
+                return
+        conn.close()
+
+    def fetch_driver(self, sql: str, params: Sequence[Any] = (), *,
+                     during: str = "in a read") -> list[tuple[Any, ...]]:
+        """Every row of ONE read statement in driver SQL (``self._mark`` placeholders).
+
+        On a SQLite file: a plain ``sqlite3`` connection kept by the store (no engine, no
+        statement compile; autocommit, so the statement is its own read transaction).
+        Elsewhere: a connection of the read engine.  A driver error is a ``StoreError``
+        (``store_damaged`` / ``database_unavailable``)."""
+        if self._sqlite_path is None:
+            try:
+                with self._reader.connect() as conn:
+                    return [tuple(r) for r in conn.exec_driver_sql(sql, tuple(params)).all()]
+            except DBAPIError as exc:
+                raise database_error(exc, self.url, during) from exc
+        import sqlite3
+
+        conn = self._quick_take()
+        if conn is None:  # the file went away: the engine path says what is wrong
+            try:
+                with self._reader.connect() as econn:
+                    return [tuple(r) for r in econn.exec_driver_sql(sql, tuple(params)).all()]
+            except DBAPIError as exc:
+                raise database_error(exc, self.url, during) from exc
+        try:
+            rows = conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.Error as exc:
+            conn.close()
+            raise database_error(exc, self.url, during) from exc  # type: ignore[arg-type]
+        except BaseException:
+            conn.close()
+            raise
+        self._quick_give(conn)
+        return rows
+
     def close(self) -> None:
-        self._writer.dispose()
-        if self._reader is not self._writer:
-            self._reader.dispose()
+        with self._quick_lock:
+            pool, self._quick_pool = self._quick_pool, []
+        for conn in pool:
+            conn.close()
+        pair, self._engines = self._engines, None
+        if pair is not None:
+            pair[0].dispose()
+            if pair[1] is not pair[0]:
+                pair[1].dispose()
 
     def __enter__(self) -> EventStore:
         return self
