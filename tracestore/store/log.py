@@ -513,21 +513,26 @@ class EventStore(LogReads):
 
     # -- export and import (rows exactly as stored) -----------------------------------
 
-    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 1000,
+    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 5000,
                   ) -> Iterator[dict[str, Any]]:
-        """Rows exactly as stored (payload text, recorded-at, hash), in position order."""
+        """Rows exactly as stored (payload text, recorded-at, hash), in position order:
+        driver tuples in batches of ``batch_size`` (keyset on position, so memory holds
+        one batch), no per-row SQLAlchemy result processing."""
+        from tracestore.store.reads import ROW_COLUMNS, _COLUMN_NAMES
+
+        mark = self._mark
+        sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE position > {mark}"
+               + (f" AND trace_id = {mark}" if trace_id is not None else "")
+               + f" ORDER BY position LIMIT {int(batch_size)}")
         last = 0
         while True:
-            query = select(events).where(events.c.position > last)
-            if trace_id is not None:
-                query = query.where(events.c.trace_id == trace_id)
-            with self._reader.connect() as conn:
-                rows = [dict(r) for r in conn.execute(
-                    query.order_by(events.c.position).limit(batch_size)).mappings()]
-            yield from rows
+            params = (last,) if trace_id is None else (last, trace_id)
+            rows = self.fetch_driver(sql, params, during="in iter_rows")
+            for row in rows:
+                yield dict(zip(_COLUMN_NAMES, row))
             if len(rows) < batch_size:
                 return
-            last = rows[-1]["position"]
+            last = rows[-1][0]
 
     def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
                     *, same_hashes: bool, batch_size: int = 1000) -> tuple[int, str]:
