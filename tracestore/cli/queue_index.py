@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from sqlalchemy import (
-    Column, Integer, MetaData, String, Table, Text, func, insert, select,
+    Column, Integer, MetaData, String, Table, Text, delete, insert, select,
 )
 
 from tracestore.errors import InputError
@@ -66,19 +66,24 @@ def _translated(func: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def _upto(conn: Any) -> int:
-    return conn.execute(select(index_state.c.position)
-                        .where(index_state.c.name == _NAME)).scalar() or 0
+def _upto(conn: Any, name: str = _NAME) -> int | None:
+    """The position the rows named ``name`` are current to (0 for the queue's when never
+    built, ``None`` for an audit state row this code never wrote)."""
+    position = conn.execute(select(index_state.c.position)
+                            .where(index_state.c.name == name)).scalar()
+    return position if position is not None or name != _NAME else 0
 
 
 def _behind(store: EventStore) -> bool:
-    """Whether the log grew since the index was built: ONE statement, as driver SQL on the
-    store's quick connection (no engine is built for an index that is up to date)."""
+    """Whether the log grew since the index was built (or the audit rows are missing):
+    ONE statement, as driver SQL on the store's quick connection (no engine is built for
+    an index that is up to date)."""
     mark = store._mark
     sql = ("SELECT (SELECT max(position) FROM ts_events), (SELECT position FROM "
-           f"ts_index_state WHERE name = {mark})")
-    ((head, upto),) = store.fetch_driver(sql, (_NAME,), during="in sync")
-    return (head or 0) != (upto or 0)
+           f"ts_index_state WHERE name = {mark}), (SELECT max(position) FROM "
+           "ts_index_state WHERE name LIKE 'audit:%')")
+    ((head, upto, audited),) = store.fetch_driver(sql, (_NAME,), during="in sync")
+    return not (head or 0) == (upto or 0) == (audited or 0)
 
 
 #: Traces projected per flush of the rebuilt rows (one ``executemany`` per table).
@@ -94,7 +99,8 @@ def sync(store: EventStore) -> int:
     compiled per trace), and their rows are replaced by ``executemany`` in flushes of
     ``_FLUSH_TRACES`` traces -- the first build of a 100k-attempt store is a bulk build,
     not 400k compiled statements."""
-    from tracestore.review.queue import trace_rows
+    from tracestore.cli import audit_index
+    from tracestore.review.queue import trace_projection
     from tracestore.store.reads import ROW_COLUMNS, _driver_fetch, _stored_from_row
     from tracestore.store.schema import events
 
@@ -103,12 +109,16 @@ def sync(store: EventStore) -> int:
     mark = store._mark
     per_trace = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {mark} "
                  "ORDER BY position")
+    audit_name = audit_index.state_name()
     rebuilt = 0
     with store._writer.begin() as conn:
         store._lock(conn)
         upto, head = _upto(conn), store._head(conn)[0]
-        if upto == head:
+        audited = _upto(conn, audit_name)
+        if upto == head and audited == head:
             return 0
+        if audited != upto:  # no audit rows of this code yet: every trace, once
+            upto = 0
         traces = conn.execute(select(events.c.trace_id).distinct().where(
             events.c.position > upto, events.c.trace_id.is_not(None))).scalars().all()
         cursor = conn.connection.cursor()
@@ -117,28 +127,29 @@ def sync(store: EventStore) -> int:
             done: list[str] = []
             attempt_rows: list[tuple[Any, ...]] = []
             review_rows: list[tuple[Any, ...]] = []
+            audit_rows: list[tuple[Any, ...]] = []
             for trace_id in traces:
                 stored = [_stored_from_row(row, times)
                           for row in _driver_fetch(conn, cursor, per_trace, (trace_id,))]
                 if len(times) > 64:
                     times.clear()
-                attempts, reviews = trace_rows(stored, trace_id)
+                attempts, reviews, report = trace_projection(stored, trace_id)
                 attempt_rows.extend(_attempt_values(a) for a in attempts)
                 review_rows.extend(_review_values(r) for r in reviews)
+                audit_rows.append(audit_index.row(trace_id, stored[0].position, report))
                 done.append(trace_id)
                 rebuilt += 1
                 if len(done) >= _FLUSH_TRACES:
-                    _replace(conn, cursor, mark, done, attempt_rows, review_rows)
-                    done, attempt_rows, review_rows = [], [], []
-            _replace(conn, cursor, mark, done, attempt_rows, review_rows)
+                    _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
+                    done, attempt_rows, review_rows, audit_rows = [], [], [], []
+            _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
         finally:
             cursor.close()
-        if conn.execute(select(func.count()).select_from(index_state)
-                        .where(index_state.c.name == _NAME)).scalar():
-            conn.execute(index_state.update().where(index_state.c.name == _NAME)
-                         .values(position=head))
-        else:
-            conn.execute(insert(index_state), {"name": _NAME, "position": head})
+        conn.execute(delete(index_state).where(index_state.c.name.in_([_NAME, audit_name])
+                                               | index_state.c.name.startswith(
+                                                   audit_index.STATE_PREFIX)))
+        conn.execute(insert(index_state), [{"name": _NAME, "position": head},
+                                           {"name": audit_name, "position": head}])
     return rebuilt
 
 
@@ -161,20 +172,26 @@ def _review_values(r: Any) -> tuple[Any, ...]:
 
 
 def _replace(conn: Any, cursor: Any, mark: str, traces: list[str],
-             attempt_rows: list[tuple[Any, ...]], review_rows: list[tuple[Any, ...]]) -> None:
+             attempt_rows: list[tuple[Any, ...]], review_rows: list[tuple[Any, ...]],
+             audit_rows: list[tuple[Any, ...]]) -> None:
     """Replace the rows of ``traces`` (driver ``executemany``; errors as ``DBAPIError``)."""
     if not traces:
         return
     from sqlalchemy.exc import DBAPIError
 
+    from tracestore.cli.audit_index import INSERT_COLUMNS
+
+    def insert_sql(table: str, columns: tuple[str, ...]) -> str:
+        return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                f"({', '.join([mark] * len(columns))})")
+
     keys = [(t,) for t in traces]
     statements = [
-        ("DELETE FROM ts_attempt_index WHERE trace_id = " + mark, keys),
-        ("DELETE FROM ts_review_index WHERE trace_id = " + mark, keys),
-        (f"INSERT INTO ts_attempt_index ({', '.join(_ATTEMPT_INSERT)}) VALUES "
-         f"({', '.join([mark] * len(_ATTEMPT_INSERT))})", attempt_rows),
-        (f"INSERT INTO ts_review_index ({', '.join(_REVIEW_INSERT)}) VALUES "
-         f"({', '.join([mark] * len(_REVIEW_INSERT))})", review_rows)]
+        (f"DELETE FROM {table} WHERE trace_id = {mark}", keys)
+        for table in ("ts_attempt_index", "ts_review_index", "ts_audit_index")] + [
+        (insert_sql("ts_attempt_index", _ATTEMPT_INSERT), attempt_rows),
+        (insert_sql("ts_review_index", _REVIEW_INSERT), review_rows),
+        (insert_sql("ts_audit_index", INSERT_COLUMNS), audit_rows)]
     dbapi = conn.dialect.loaded_dbapi
     for sql, rows in statements:
         if not rows:

@@ -15,6 +15,7 @@ Contract (each point is tested in tests/test_store_*.py):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
@@ -267,6 +268,39 @@ class EventStore(LogReads):
             raise
         self._quick_give(conn)
         return rows
+
+    @contextlib.contextmanager
+    def driver_reads(self) -> Iterator[Callable[..., list[tuple[Any, ...]]]]:
+        """``fetch(sql, params)`` for several read statements in ONE read transaction
+        (SQLite: one snapshot on the store's quick connection; elsewhere one connection of
+        the read engine at its isolation level).  Driver errors are ``StoreError``."""
+        import sqlite3
+
+        conn = self._quick_take() if self._sqlite_path is not None else None
+        if conn is None:
+            try:
+                with self._reader.connect() as econn:
+                    def fetch_engine(sql: str, params: Sequence[Any] = ()) -> list[Any]:
+                        return [tuple(r) for r in econn.exec_driver_sql(sql, tuple(params))]
+                    yield fetch_engine
+            except DBAPIError as exc:
+                raise database_error(exc, self.url, "in a read") from exc
+            return
+
+        def fetch(sql: str, params: Sequence[Any] = ()) -> list[Any]:
+            return conn.execute(sql, tuple(params)).fetchall()
+
+        try:
+            conn.execute("BEGIN")
+            yield fetch
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            conn.close()
+            raise database_error(exc, self.url, "in a read") from exc  # type: ignore[arg-type]
+        except BaseException:
+            conn.close()
+            raise
+        self._quick_give(conn)
 
     def close(self) -> None:
         with self._quick_lock:
