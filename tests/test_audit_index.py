@@ -105,3 +105,27 @@ def test_rows_another_code_wrote_are_never_read(db: Path) -> None:
     conn.close()
     assert len(names) == 2 and names[1] == "review_queue"
     assert names[0].startswith("audit:") and names[0] != "audit:0000000000000000"
+
+
+def test_sync_and_the_indexed_audit_on_every_backend(store: EventStore) -> None:
+    """The same on SQLite (file, memory) and PostgreSQL: the bulk index build, the queue's
+    filters, and the indexed audit equal to the live one before and after an append."""
+    for name in ("t7", "t1", "t8"):
+        replay_into(store, name)
+    assert qi.sync(store) == 3
+    assert [r["attempt_id"] for r in qi.query_attempts(store, status="stopped")] == [
+        "t7", "t8-old"]
+
+    def both() -> tuple[str, str]:
+        indexed, live = io.StringIO(), io.StringIO()
+        write_audit_json(store, indexed.write)
+        write_audit_json_live(store, live.write)
+        return indexed.getvalue(), live.getvalue()
+
+    indexed, live = both()
+    assert indexed == live and len(json.loads(live)["attempts"]) == 4
+    replay_into(store, "t2")  # a new trace, not in the index yet: judged live
+    indexed, live = both()
+    assert indexed == live
+    assert qi.sync(store) == 1
+    assert both() == (live, live)

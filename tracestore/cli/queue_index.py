@@ -81,8 +81,8 @@ def _behind(store: EventStore) -> bool:
     mark = store._mark
     sql = ("SELECT (SELECT max(position) FROM ts_events), (SELECT position FROM "
            f"ts_index_state WHERE name = {mark}), (SELECT max(position) FROM "
-           "ts_index_state WHERE name LIKE 'audit:%')")
-    ((head, upto, audited),) = store.fetch_driver(sql, (_NAME,), during="in sync")
+           f"ts_index_state WHERE name LIKE {mark})")
+    ((head, upto, audited),) = store.fetch_driver(sql, (_NAME, "audit:%"), during="in sync")
     return not (head or 0) == (upto or 0) == (audited or 0)
 
 
