@@ -15,16 +15,14 @@ Contract (each point is tested in tests/test_store_*.py):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
 import hashlib
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import Connection, Engine, select
+from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.bulk import paused_gc
@@ -34,6 +32,7 @@ from tracestore.events import (
 )
 from tracestore.store import engine as engines
 from tracestore.store import migrate
+from tracestore.store.connections import StoreConnections
 from tracestore.store.schema import blobs, events
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
 from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash
@@ -137,7 +136,7 @@ class WriteView:
         return bool(self.store._existing_ids(self.conn, [event_id]))
 
 
-class EventStore(LogReads):
+class EventStore(StoreConnections, LogReads):
     """An event log in a SQL database (SQLite file by default)."""
 
     def __init__(self, url: str | None = None, *, migrate_schema: bool = True,
@@ -151,10 +150,7 @@ class EventStore(LogReads):
         create = create and not read_only
         if not create:
             engines.require_existing_file(self.url)
-        self._engines: tuple[Engine, Engine] | None = None
-        self._quick_lock = threading.Lock()
-        self._quick_pool: list[Any] = []
-        self._sqlite_path = engines.sqlite_file(self.url)
+        self._init_connections()
         # A SQLite file whose schema is current opens with ONE plain sqlite3 connection and
         # one statement: the engines are built on first use (the queue's filters and most
         # reads of one attempt never need them; building two cost ~0.8 ms, more than the
@@ -185,133 +181,6 @@ class EventStore(LogReads):
             except BaseException:
                 self.close()
                 raise
-
-    def _engine_pair(self) -> tuple[Engine, Engine]:
-        pair = self._engines
-        if pair is None:
-            with self._quick_lock:
-                pair = self._engines
-                if pair is None:
-                    pair = self._engines = engines.make_engines(self.url,
-                                                                read_only=self.read_only)
-        return pair
-
-    @property
-    def _writer(self) -> Engine:  # type: ignore[override]
-        return self._engine_pair()[0]
-
-    @property
-    def _reader(self) -> Engine:  # type: ignore[override]
-        return self._engine_pair()[1]
-
-    def _quick_current(self) -> bool:
-        """Whether the SQLite file is ours at SCHEMA_HEAD, on a quick connection (kept for
-        the reads that follow)."""
-        conn = self._quick_take()
-        if conn is None:
-            return False
-        try:
-            ok = migrate.is_current_quick(conn)
-        except BaseException:
-            conn.close()
-            raise
-        if ok:
-            self._quick_give(conn)
-        else:
-            conn.close()
-        return ok
-
-    def _quick_take(self) -> Any:
-        with self._quick_lock:
-            if self._quick_pool:
-                return self._quick_pool.pop()
-        assert self._sqlite_path is not None
-        return engines.quick_connect(self._sqlite_path, read_only=self.read_only)
-
-    def _quick_give(self, conn: Any) -> None:
-        with self._quick_lock:
-            if len(self._quick_pool) < 4:
-                self._quick_pool.append(conn)
-                return
-        conn.close()
-
-    def fetch_driver(self, sql: str, params: Sequence[Any] = (), *,
-                     during: str = "in a read") -> list[tuple[Any, ...]]:
-        """Every row of ONE read statement in driver SQL (``self._mark`` placeholders).
-
-        On a SQLite file: a plain ``sqlite3`` connection kept by the store (no engine, no
-        statement compile; autocommit, so the statement is its own read transaction).
-        Elsewhere: a connection of the read engine.  A driver error is a ``StoreError``
-        (``store_damaged`` / ``database_unavailable``)."""
-        if self._sqlite_path is None:
-            try:
-                with self._reader.connect() as conn:
-                    return [tuple(r) for r in conn.exec_driver_sql(sql, tuple(params)).all()]
-            except DBAPIError as exc:
-                raise database_error(exc, self.url, during) from exc
-        import sqlite3
-
-        conn = self._quick_take()
-        if conn is None:  # the file went away: the engine path says what is wrong
-            try:
-                with self._reader.connect() as econn:
-                    return [tuple(r) for r in econn.exec_driver_sql(sql, tuple(params)).all()]
-            except DBAPIError as exc:
-                raise database_error(exc, self.url, during) from exc
-        try:
-            rows = conn.execute(sql, tuple(params)).fetchall()
-        except sqlite3.Error as exc:
-            conn.close()
-            raise database_error(exc, self.url, during) from exc  # type: ignore[arg-type]
-        except BaseException:
-            conn.close()
-            raise
-        self._quick_give(conn)
-        return rows
-
-    @contextlib.contextmanager
-    def driver_reads(self) -> Iterator[Callable[..., list[tuple[Any, ...]]]]:
-        """``fetch(sql, params)`` for several read statements in ONE read transaction
-        (SQLite: one snapshot on the store's quick connection; elsewhere one connection of
-        the read engine at its isolation level).  Driver errors are ``StoreError``."""
-        import sqlite3
-
-        conn = self._quick_take() if self._sqlite_path is not None else None
-        if conn is None:
-            try:
-                with self._reader.connect() as econn:
-                    def fetch_engine(sql: str, params: Sequence[Any] = ()) -> list[Any]:
-                        return [tuple(r) for r in econn.exec_driver_sql(sql, tuple(params))]
-                    yield fetch_engine
-            except DBAPIError as exc:
-                raise database_error(exc, self.url, "in a read") from exc
-            return
-
-        def fetch(sql: str, params: Sequence[Any] = ()) -> list[Any]:
-            return conn.execute(sql, tuple(params)).fetchall()
-
-        try:
-            conn.execute("BEGIN")
-            yield fetch
-            conn.execute("ROLLBACK")
-        except sqlite3.Error as exc:
-            conn.close()
-            raise database_error(exc, self.url, "in a read") from exc  # type: ignore[arg-type]
-        except BaseException:
-            conn.close()
-            raise
-        self._quick_give(conn)
-
-    def close(self) -> None:
-        with self._quick_lock:
-            pool, self._quick_pool = self._quick_pool, []
-        for conn in pool:
-            conn.close()
-        pair, self._engines = self._engines, None
-        if pair is not None:
-            pair[0].dispose()
-            if pair[1] is not pair[0]:
-                pair[1].dispose()
 
     def __enter__(self) -> EventStore:
         return self
