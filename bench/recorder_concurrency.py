@@ -56,6 +56,11 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int) -> No
     from tracestore import Recorder
     from tracestore.recording.httpx_capture import RecordingTransport
 
+    from http.server import ThreadingHTTPServer
+
+    # 100 connections at once: the default listen backlog (5) resets some of them, and a
+    # reset stream's thread dies early, which made the round's wall time meaningless.
+    ThreadingHTTPServer.request_queue_size = 1024
     folder = tempfile.mkdtemp(prefix="ts-bench-concurrency-")
     limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams)
     with CaptureServer() as server, Recorder(f"sqlite:///{Path(folder) / 'b.db'}") as rec:

@@ -119,10 +119,40 @@ def test_a_database_failure_never_breaks_the_clients_stream(setup, monkeypatch) 
     assert setup.rec.store.verify().ok
 
 
+def test_a_burst_past_the_memory_bound_is_spilled_and_recorded_whole(tmp_path) -> None:
+    """Past ``max_backlog`` in memory the chunks go to a spill file: the forwarding never
+    waits for the writer (here blocked for the whole body), memory stays at the bound, and
+    the attempt is recorded byte for byte afterwards, judged as without the spill."""
+    with running(tmp_path) as plain:
+        plain.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=200)
+        first = httpx.post(f"{plain.url}/v1/responses", json={"stream": True})
+        wait_for_drain(plain, first.headers["x-tracestore-attempt"])
+        expected = plain.decision(first.headers["x-tracestore-attempt"])
+    (tmp_path / "spill").mkdir()
+    with running(tmp_path / "spill", max_backlog=1000, backlog_wait=0.2) as setup:
+        setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=200)
+        gate = threading.Event()
+        setup.recording.call(lambda: gate.wait(20))  # a store that does not answer
+        response = httpx.post(f"{setup.url}/v1/responses", json={"stream": True})
+        assert response.content == RESPONSES.read_bytes()
+        record = setup.recording.attempts[response.headers["x-tracestore-attempt"]]
+        assert record.backlog <= 1000 and record.spilled >= len(RESPONSES.read_bytes()) - 1200
+        gate.set()
+        events = wait_for_drain(setup, record.attempt_id)
+        assert setup.recording.failures == [] and not record.dead
+        assert record.spill_backlog == 0 and record._spill is None  # file closed at the end
+        raw = b"".join(setup.rec.store.get_blob(e.event.sha256) for e in events
+                       if isinstance(e.event, CaptureSegment))
+        assert raw == RESPONSES.read_bytes()
+        got = setup.decision(record.attempt_id)
+        assert (got.status, got.reasons) == (expected.status, expected.reasons)
+
+
 def test_a_writer_that_falls_behind_gives_up_the_recording_not_the_stream(tmp_path) -> None:
     """Bounded memory: at most ``max_backlog`` unrecorded bytes per stream; past that the
-    forwarding waits ``backlog_wait`` for the store, then gives the recording up."""
-    with running(tmp_path, max_backlog=1000, backlog_wait=0.2) as setup:
+    forwarding waits ``backlog_wait`` for the store, then gives the recording up (here with
+    no spill file: ``max_spill=0``)."""
+    with running(tmp_path, max_backlog=1000, backlog_wait=0.2, max_spill=0) as setup:
         setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=200)
         gate = threading.Event()
         setup.recording.call(lambda: gate.wait(20))  # a store that does not answer

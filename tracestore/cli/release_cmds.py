@@ -282,6 +282,16 @@ def write_audit_json(store: EventStore, write: Callable[[str], Any]) -> int:
     order as they are produced, then the violations sorted by position (kept until the
     end; a clean store has none).  Returns the number of violations.
     """
+    from tracestore.cli.audit_index import write_indexed_audit
+
+    indexed = write_indexed_audit(store, write)  # judged once, kept by appends (issue 25)
+    if indexed is not None:
+        return indexed
+    return write_audit_json_live(store, write)
+
+
+def write_audit_json_live(store: EventStore, write: Callable[[str], Any]) -> int:
+    """``write_audit_json`` judging every trace now (no audit index of this code)."""
     from tracestore.projections import audit as audit_events
     from tracestore.review.escape import json_text
 

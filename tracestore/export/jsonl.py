@@ -45,7 +45,7 @@ def _parsed(row: dict[str, Any]) -> Any:
 
 def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id: str | None,
                  redact: bool, tracestore_version: str, get_blob: Any) -> Iterator[str]:
-    """The export as text lines (each ending in a newline).
+    """The export as text: chunks of whole lines (each line ending in a newline).
 
     ``read_rows()`` yields the stored rows in order (called twice when redacting: the first
     pass learns each attempt's model text); ``get_blob(sha)`` reads capture bytes.
@@ -60,8 +60,12 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
         redactor.learn_all(_parsed(row) for row in read_rows()
                            if row["type"] == "frame.received")
     captures: list[str] = []
+    # Lines are encoded by one prepared encoder and escaped a batch at a time (one pass of
+    # the escaper over many lines: the characters it escapes only occur inside strings).
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    batch: list[str] = []
     for row in read_rows():
-        out = {k: row[k] for k in (*_ROW_FIELDS, "trace_id")}
+        out = {k: row[k] for k in _LINE_FIELDS}
         event = None
         if redactor is not None or row["type"] == "capture.stored":
             event = _parsed(row)
@@ -69,7 +73,12 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
             captures.append(event.sha256)
         if redactor is not None:
             out["payload"] = canonical_payload(redactor.event(event)).decode("utf-8")
-        yield _dump({"event": out})
+        batch.append(encode({"event": out}))
+        if len(batch) >= _LINES_PER_CHUNK:
+            yield _escaped_lines(batch)
+            batch = []
+    if batch:
+        yield _escaped_lines(batch)
     if redactor is not None:
         return  # raw captures are model text too: a redacted export carries none
     for sha in dict.fromkeys(captures):
@@ -77,6 +86,21 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
         if data is not None:
             yield _dump({"blob": {"sha256": sha, "size": len(data),
                                   "base64": base64.b64encode(data).decode("ascii")}})
+
+
+_LINE_FIELDS = (*_ROW_FIELDS, "trace_id")
+_LINES_PER_CHUNK = 1000
+
+
+def _escaped_lines(lines: list[str]) -> str:
+    """Lines as ``_dump`` writes them (``json_text(compact=True)`` + newline), many at once."""
+    text = "\n".join(lines)
+    if text.isascii() and "\x7f" not in text:
+        # json.dumps already escaped every C0 control; in ASCII only DEL is left unsafe.
+        return text + "\n"
+    from tracestore.text.neutralize import json_escaped
+
+    return json_escaped(text) + "\n"
 
 
 def _dump(value: Any) -> str:

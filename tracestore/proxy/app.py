@@ -117,9 +117,10 @@ class Proxy:
         self.recording = recording
         self.timeout = {"connect": connect_timeout, "read": timeout, "write": timeout,
                         "pool": timeout}
-        self.transport = httpx.AsyncHTTPTransport(
-            retries=0, limits=httpx.Limits(max_connections=None,
-                                           max_keepalive_connections=128))
+        from tracestore.proxy.network import upstream_transport
+
+        self.transport = upstream_transport(max_connections=None,
+                                            max_keepalive_connections=128)
 
     def target(self, path: str, query: bytes) -> str | None:
         for prefix, base in self.routes:

@@ -64,12 +64,34 @@ def _url(url: str, spec: str) -> str:
     return url
 
 
+#: The client connection's write buffer before the forwarding waits for the client to read
+#: (asyncio's default, 64 KiB, is one upstream chunk: every chunk would wait for a drain).
+WRITE_BUFFER = 512 * 1024
+
+
+def _protocol() -> Any:
+    """uvicorn's HTTP/1.1 protocol: httptools' C parser when installed (``tracestore[proxy]``
+    installs it), else h11; with a write buffer of ``WRITE_BUFFER``."""
+    try:
+        import httptools  # noqa: F401
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
+    except ImportError:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
+
+    class Protocol(base):  # type: ignore[misc, valid-type]
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            transport.set_write_buffer_limits(high=WRITE_BUFFER)
+
+    return Protocol
+
+
 def _config(app: Any, **options: Any) -> Any:
     import uvicorn
 
     logging.getLogger("uvicorn.error").addFilter(_QuietCut())
     # No Server/Date headers of uvicorn's own: the upstream's are forwarded as they came.
-    return uvicorn.Config(app, lifespan="on", http="h11", loop="asyncio",
+    return uvicorn.Config(app, lifespan="on", http=_protocol(), loop="asyncio",
                           server_header=False, date_header=False, access_log=False,
                           log_level="warning", **options)
 
@@ -110,11 +132,27 @@ class RunningProxy:
         self.sock.close()
 
 
+#: Bytes the proxy's upstream connections read at once (httpcore reads 64 KiB: a 64 KiB
+#: chunk plus its framing then arrives as two body events, each a pass through both HTTP
+#: legs).  Set for the ``tracestore proxy`` process only (``serve``), which is all proxy.
+UPSTREAM_READ = 512 * 1024
+
+
 def serve(app: Any, host: str, port: int) -> None:
     """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
     import uvicorn
 
+    _large_upstream_reads()
     uvicorn.Server(_config(app, host=host, port=port)).run()
+
+
+def _large_upstream_reads() -> None:
+    try:
+        from httpcore._async.http11 import AsyncHTTP11Connection
+    except ImportError:  # another httpcore layout: keep its default
+        return
+    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < UPSTREAM_READ:
+        AsyncHTTP11Connection.READ_NUM_BYTES = UPSTREAM_READ
 
 
 __all__ = ["RunningProxy", "parse_listen", "parse_routes", "serve"]

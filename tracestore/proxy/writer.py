@@ -12,9 +12,12 @@ transaction.  So:
   other exception) in the writer ends the recording of that attempt only, is kept on
   ``failures`` and logged; the bytes keep flowing;
 * memory per stream is bounded: the bytes queued but not yet recorded are counted per
-  stream, and the forwarding side waits (``StreamRecord.backpressure``) while more than
-  ``max_backlog`` wait — for at most ``backlog_wait`` seconds, after which that attempt's
-  recording is given up (``recording_lagged``) rather than the client's stream stalled.
+  stream; past ``max_backlog`` in memory a stream's further chunks are spilled to a
+  temporary file (``os.pwrite`` on the event loop, ``os.pread`` by the writer; at most
+  ``max_spill`` bytes a stream), so a burst is forwarded at full speed and recorded after
+  it; only past both bounds does the forwarding side wait (``StreamRecord.backpressure``),
+  for at most ``backlog_wait`` seconds, after which that attempt's recording is given up
+  (``recording_lagged``) rather than the client's stream stalled.
 
 The writer holds back while chunks keep arriving (``quiet`` seconds, at most ``max_lag``
 behind) and joins queued chunks of one stream into one ``feed``: recording runs Python and
@@ -25,6 +28,8 @@ from __future__ import annotations
 
 import collections
 import logging
+import os
+import tempfile
 import threading
 import time
 from concurrent.futures import Future
@@ -54,7 +59,12 @@ class StreamRecord:
         self.forwarded = 0
         "Bytes handed to the client so far."
         self.backlog = 0
-        "Bytes queued for the writer, not recorded yet (guarded by the owner's condition)."
+        "Bytes queued for the writer in memory, not recorded yet (under the owner's lock)."
+        self.spill_backlog = 0
+        "Bytes queued in the spill file, not recorded yet (guarded likewise)."
+        self.spilled = 0
+        "Bytes ever written to the spill file (its size)."
+        self._spill: Any = None
         self.outcome: str | None = None
         "The drain recorded (``clean``, ``eof``, ``reset``, ``error``), once recorded."
         self.done = threading.Event()
@@ -69,7 +79,30 @@ class StreamRecord:
         self.forwarded += len(chunk)
         if self.dead or not chunk:
             return
-        self.owner.submit(self, "feed", chunk)
+        owner = self.owner
+        if self.backlog + len(chunk) > owner.max_backlog \
+                and self.spill_backlog + len(chunk) <= owner.max_spill:
+            owner.submit(self, "feed", self._spilled(chunk))
+            return
+        owner.submit(self, "feed", chunk)
+
+    def _spilled(self, chunk: bytes) -> _Spilled:
+        if self._spill is None:
+            self._spill = tempfile.TemporaryFile(prefix="tracestore-proxy-",
+                                                 dir=self.owner.spill_dir)
+        at = self.spilled
+        os.pwrite(self._spill.fileno(), chunk, at)
+        self.spilled += len(chunk)
+        return _Spilled(at, len(chunk))
+
+    def read_spilled(self, piece: _Spilled) -> bytes:
+        """The writer's read of a spilled chunk (written before it was queued)."""
+        return os.pread(self._spill.fileno(), piece.size, piece.at)
+
+    def close_spill(self) -> None:
+        spill, self._spill = self._spill, None
+        if spill is not None:
+            spill.close()
 
     async def backpressure(self) -> None:
         """Wait while this stream's unrecorded bytes exceed the bound (bounded memory)."""
@@ -146,9 +179,11 @@ class ProxyRecording:
 
     def __init__(self, recorder: Any, *, task: Any = None, max_backlog: int = 8 << 20,
                  backlog_wait: float = 5.0, quiet: float = 0.005, max_lag: float = 0.25,
-                 keep_attempts: int = 4096) -> None:
+                 keep_attempts: int = 4096, max_spill: int = 1 << 30,
+                 spill_dir: str | None = None) -> None:
         self.recorder, self.task = recorder, task
         self.max_backlog, self.backlog_wait = max_backlog, backlog_wait
+        self.max_spill, self.spill_dir = max_spill, spill_dir
         self.quiet, self.max_lag = quiet, max_lag
         self.keep_attempts = keep_attempts
         self.failures: list[TracestoreError] = []
@@ -167,7 +202,10 @@ class ProxyRecording:
     def submit(self, record: Any, kind: str, payload: Any) -> None:
         with self._cond:
             if kind == "feed":
-                record.backlog += len(payload)
+                if payload.__class__ is _Spilled:
+                    record.spill_backlog += payload.size
+                else:
+                    record.backlog += len(payload)
             self._last_put = now = time.monotonic()
             self._queue.append((record, kind, payload, now))
             self._cond.notify()
@@ -207,6 +245,8 @@ class ProxyRecording:
                     payload = self._merge(record, payload)
                 if not self._queue:
                     self.urgent.clear()
+            if kind == "feed":  # spilled pieces are read outside the lock
+                payload = self._joined(record, payload)
             self._run(record, kind, payload)
 
     def _hold_back(self) -> None:
@@ -221,18 +261,30 @@ class ProxyRecording:
                 return
             self.urgent.wait(self.quiet / 2)
 
-    def _merge(self, record: Any, first: bytes) -> bytes:
-        """``first`` joined with the chunks of its stream queued right after it."""
-        pieces, size = [first], len(first)
+    def _merge(self, record: Any, first: Any) -> list[Any]:
+        """``first`` and the chunks of its stream queued right after it (bytes, or
+        ``_Spilled`` pieces of the stream's spill file), taken off the backlogs."""
+        pieces, size = [first], _size(first)
         while self._queue and size < MERGE_BYTES:
             nxt, kind, payload, _ = self._queue[0]
             if nxt is not record or kind != "feed":
                 break
             self._queue.popleft()
             pieces.append(payload)
-            size += len(payload)
-        record.backlog -= size
-        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            size += _size(payload)
+        spilled = sum(p.size for p in pieces if p.__class__ is _Spilled)
+        record.backlog -= size - spilled
+        record.spill_backlog -= spilled
+        return pieces
+
+    @staticmethod
+    def _joined(record: Any, pieces: list[Any]) -> bytes:
+        if record.dead:
+            return b""
+        if len(pieces) == 1 and pieces[0].__class__ is not _Spilled:
+            return pieces[0]  # type: ignore[no-any-return]
+        return b"".join(record.read_spilled(p) if p.__class__ is _Spilled else p
+                        for p in pieces)
 
     def _run(self, record: Any, kind: str, payload: Any) -> None:
         if isinstance(record, _Call):
@@ -248,6 +300,7 @@ class ProxyRecording:
                                             code="recording_failed"))
         finally:
             if kind in ("ended", "broke", "gone"):
+                record.close_spill()
                 record.done.set()
 
     def give_up(self, record: StreamRecord, exc: TracestoreError) -> None:
@@ -274,6 +327,19 @@ class ProxyRecording:
             self.attempts[record.attempt_id] = record
             while len(self.attempts) > self.keep_attempts:
                 self.attempts.popitem(last=False)
+
+
+class _Spilled:
+    """A forwarded chunk kept in its stream's spill file: ``size`` bytes at ``at``."""
+
+    __slots__ = ("at", "size")
+
+    def __init__(self, at: int, size: int) -> None:
+        self.at, self.size = at, size
+
+
+def _size(piece: Any) -> int:
+    return piece.size if piece.__class__ is _Spilled else len(piece)
 
 
 class _Call:

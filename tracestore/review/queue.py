@@ -81,16 +81,24 @@ def attempt_state(states: Sequence[str]) -> str:
 def trace_rows(events: Sequence[StoredEvent], trace_id: str,
                ) -> tuple[list[AttemptRow], list[ReviewRow]]:
     """The queue rows of one trace (its events as the log holds them now)."""
+    attempts, reviews, _ = trace_projection(events, trace_id)
+    return attempts, reviews
+
+
+def trace_projection(events: Sequence[StoredEvent], trace_id: str,
+                     ) -> tuple[list[AttemptRow], list[ReviewRow], Any]:
+    """``trace_rows`` and the trace's audit report (``projections.audit`` of the same
+    events, as ``audit --json`` computes it), from one judging of the trace."""
     from tracestore.projections import audit
     from tracestore.review.record import fill_record
     from tracestore.review.templates import load_template
 
     ordered = sorted(events, key=lambda e: e.position)
+    report = audit(ordered, trace_id=trace_id)
     starts = [e for e in ordered if isinstance(e.event, AttemptStarted)
               and e.event.trace_id == trace_id]
     if not starts:
-        return [], []
-    report = audit(ordered, trace_id=trace_id)
+        return [], [], report
     decisions = {a.attempt_id: a.decision for a in report.attempts}
     violations: dict[str, int] = {}
     codes: dict[str, list[str]] = {}
@@ -131,4 +139,4 @@ def trace_rows(events: Sequence[StoredEvent], trace_id: str,
             counts.get(aid, 0), decision.status if decision else "pending",
             tuple(decision.reasons) if decision else (), violations.get(aid, 0),
             attempt_state(states), tuple(codes.get(aid, ()))))
-    return attempts, reviews
+    return attempts, reviews, report

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from sqlalchemy import (
-    Column, Integer, MetaData, String, Table, Text, delete, func, insert, select,
+    Column, Integer, MetaData, String, Table, Text, delete, insert, select,
 )
 
 from tracestore.errors import InputError
@@ -66,65 +66,141 @@ def _translated(func: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def _upto(conn: Any) -> int:
-    return conn.execute(select(index_state.c.position)
-                        .where(index_state.c.name == _NAME)).scalar() or 0
+def _upto(conn: Any, name: str = _NAME) -> int | None:
+    """The position the rows named ``name`` are current to (0 for the queue's when never
+    built, ``None`` for an audit state row this code never wrote)."""
+    position = conn.execute(select(index_state.c.position)
+                            .where(index_state.c.name == name)).scalar()
+    return position if position is not None or name != _NAME else 0
 
 
 def _behind(store: EventStore) -> bool:
-    """Whether the log grew since the index was built: ONE statement, as driver SQL (a
-    command's engine is new, so SQLAlchemy would compile every statement afresh)."""
+    """Whether the log grew since the index was built (or the audit rows are missing):
+    ONE statement, as driver SQL on the store's quick connection (no engine is built for
+    an index that is up to date)."""
     mark = store._mark
     sql = ("SELECT (SELECT max(position) FROM ts_events), (SELECT position FROM "
-           f"ts_index_state WHERE name = {mark})")
-    with store._reader.connect() as conn:
-        head, upto = conn.exec_driver_sql(sql, (_NAME,)).one()
-    return (head or 0) != (upto or 0)
+           f"ts_index_state WHERE name = {mark}), (SELECT max(position) FROM "
+           f"ts_index_state WHERE name LIKE {mark})")
+    ((head, upto, audited),) = store.fetch_driver(sql, (_NAME, "audit:%"), during="in sync")
+    return not (head or 0) == (upto or 0) == (audited or 0)
+
+
+#: Traces projected per flush of the rebuilt rows (one ``executemany`` per table).
+_FLUSH_TRACES: Final = 1000
 
 
 @_translated
 def sync(store: EventStore) -> int:
-    """Bring the queue tables up to the log's head; return how many traces were rebuilt."""
-    from tracestore.review.queue import trace_rows
+    """Bring the queue tables up to the log's head; return how many traces were rebuilt.
+
+    One write transaction: the traces that got events since the index's position are read
+    with one prepared driver statement each on the transaction's own connection (no SQL
+    compiled per trace), and their rows are replaced by ``executemany`` in flushes of
+    ``_FLUSH_TRACES`` traces -- the first build of a 100k-attempt store is a bulk build,
+    not 400k compiled statements."""
+    from tracestore.cli import audit_index
+    from tracestore.review.queue import trace_projection
+    from tracestore.store.reads import ROW_COLUMNS, _driver_fetch, _stored_from_row
     from tracestore.store.schema import events
 
     if not _behind(store):
         return 0
+    mark = store._mark
+    per_trace = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {mark} "
+                 "ORDER BY position")
+    audit_name = audit_index.state_name()
     rebuilt = 0
     with store._writer.begin() as conn:
         store._lock(conn)
         upto, head = _upto(conn), store._head(conn)[0]
-        if upto == head:
+        audited = _upto(conn, audit_name)
+        if upto == head and audited == head:
             return 0
+        if audited != upto:  # no audit rows of this code yet: every trace, once
+            upto = 0
         traces = conn.execute(select(events.c.trace_id).distinct().where(
             events.c.position > upto, events.c.trace_id.is_not(None))).scalars().all()
-        for trace_id in traces:
-            attempts, reviews = trace_rows(store._read(conn, trace_id=trace_id), trace_id)
-            conn.execute(delete(attempt_index).where(attempt_index.c.trace_id == trace_id))
-            conn.execute(delete(review_index).where(review_index.c.trace_id == trace_id))
-            if attempts:
-                conn.execute(insert(attempt_index), [{
-                    "attempt_id": a.attempt_id, "trace_id": a.trace_id, "api": a.api,
-                    "first_position": a.first_position, "started_at": a.started_at,
-                    "events": a.events, "status": a.status,
-                    "first_reason": a.reasons[0] if a.reasons else None,
-                    "reasons": "," + ",".join(a.reasons) + ",", "violations": a.violations,
-                    "violation_codes": "," + ",".join(a.violation_codes) + ",",
-                    "review_state": a.review_state} for a in attempts])
-            if reviews:
-                conn.execute(insert(review_index), [{
-                    "template": r.template, "attempt_id": r.attempt_id,
-                    "trace_id": r.trace_id, "state": r.state, "digest": r.digest,
-                    "last_position": r.last_position,
-                    "detail": json.dumps(r.detail, ensure_ascii=False)} for r in reviews])
-            rebuilt += 1
-        if conn.execute(select(func.count()).select_from(index_state)
-                        .where(index_state.c.name == _NAME)).scalar():
-            conn.execute(index_state.update().where(index_state.c.name == _NAME)
-                         .values(position=head))
-        else:
-            conn.execute(insert(index_state), {"name": _NAME, "position": head})
+        cursor = conn.connection.cursor()
+        try:
+            times: dict[str, Any] = {}
+            done: list[str] = []
+            attempt_rows: list[tuple[Any, ...]] = []
+            review_rows: list[tuple[Any, ...]] = []
+            audit_rows: list[tuple[Any, ...]] = []
+            for trace_id in traces:
+                stored = [_stored_from_row(row, times)
+                          for row in _driver_fetch(conn, cursor, per_trace, (trace_id,))]
+                if len(times) > 64:
+                    times.clear()
+                attempts, reviews, report = trace_projection(stored, trace_id)
+                attempt_rows.extend(_attempt_values(a) for a in attempts)
+                review_rows.extend(_review_values(r) for r in reviews)
+                audit_rows.append(audit_index.row(trace_id, stored[0].position, report))
+                done.append(trace_id)
+                rebuilt += 1
+                if len(done) >= _FLUSH_TRACES:
+                    _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
+                    done, attempt_rows, review_rows, audit_rows = [], [], [], []
+            _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
+        finally:
+            cursor.close()
+        conn.execute(delete(index_state).where(index_state.c.name.in_([_NAME, audit_name])
+                                               | index_state.c.name.startswith(
+                                                   audit_index.STATE_PREFIX)))
+        conn.execute(insert(index_state), [{"name": _NAME, "position": head},
+                                           {"name": audit_name, "position": head}])
     return rebuilt
+
+
+_ATTEMPT_INSERT: Final = ("attempt_id", "trace_id", "api", "first_position", "started_at",
+                          "events", "status", "first_reason", "reasons", "violations",
+                          "violation_codes", "review_state")
+_REVIEW_INSERT: Final = ("template", "attempt_id", "trace_id", "state", "digest",
+                         "last_position", "detail")
+
+
+def _attempt_values(a: Any) -> tuple[Any, ...]:
+    return (a.attempt_id, a.trace_id, a.api, a.first_position, a.started_at, a.events,
+            a.status, a.reasons[0] if a.reasons else None, "," + ",".join(a.reasons) + ",",
+            a.violations, "," + ",".join(a.violation_codes) + ",", a.review_state)
+
+
+def _review_values(r: Any) -> tuple[Any, ...]:
+    return (r.template, r.attempt_id, r.trace_id, r.state, r.digest, r.last_position,
+            json.dumps(r.detail, ensure_ascii=False))
+
+
+def _replace(conn: Any, cursor: Any, mark: str, traces: list[str],
+             attempt_rows: list[tuple[Any, ...]], review_rows: list[tuple[Any, ...]],
+             audit_rows: list[tuple[Any, ...]]) -> None:
+    """Replace the rows of ``traces`` (driver ``executemany``; errors as ``DBAPIError``)."""
+    if not traces:
+        return
+    from sqlalchemy.exc import DBAPIError
+
+    from tracestore.cli.audit_index import INSERT_COLUMNS
+
+    def insert_sql(table: str, columns: tuple[str, ...]) -> str:
+        return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+                f"({', '.join([mark] * len(columns))})")
+
+    keys = [(t,) for t in traces]
+    statements = [
+        (f"DELETE FROM {table} WHERE trace_id = {mark}", keys)
+        for table in ("ts_attempt_index", "ts_review_index", "ts_audit_index")] + [
+        (insert_sql("ts_attempt_index", _ATTEMPT_INSERT), attempt_rows),
+        (insert_sql("ts_review_index", _REVIEW_INSERT), review_rows),
+        (insert_sql("ts_audit_index", INSERT_COLUMNS), audit_rows)]
+    dbapi = conn.dialect.loaded_dbapi
+    for sql, rows in statements:
+        if not rows:
+            continue
+        try:
+            cursor.executemany(sql, rows)
+        except dbapi.Error as exc:
+            raise DBAPIError.instance(sql, rows[:1], exc, dbapi.Error,
+                                      dialect=conn.dialect) from exc
 
 
 # -- filters -------------------------------------------------------------------------------
@@ -193,8 +269,7 @@ def query_attempts(store: EventStore, *, status: str | None = None,
     sql = (f"SELECT {', '.join(_ATTEMPT_COLUMNS)} FROM ts_attempt_index"
            + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY first_position"
            + (f" LIMIT {int(limit)}" if limit is not None else ""))
-    with store._reader.connect() as conn:
-        rows = conn.exec_driver_sql(sql, tuple(params)).all()
+    rows = store.fetch_driver(sql, params, during="in query_attempts")
     listing = []
     for row in rows:
         item = dict(zip(_ATTEMPT_COLUMNS, row))
@@ -217,8 +292,7 @@ def query_reviews(store: EventStore, *, state: str | None = None,
     sql = ("SELECT template, attempt_id, trace_id, state, digest, last_position, detail "
            "FROM ts_review_index" + (f" WHERE {' AND '.join(where)}" if where else "")
            + " ORDER BY last_position")
-    with store._reader.connect() as conn:
-        rows = conn.exec_driver_sql(sql, tuple(params)).all()
+    rows = store.fetch_driver(sql, params, during="in query_reviews")
     return [{"template": t, "attempt_id": a, "trace_id": tr, "state": st, "digest": d,
              "last_position": lp, **json.loads(detail)}
             for t, a, tr, st, d, lp, detail in rows]

@@ -32,6 +32,7 @@ from tracestore.events import (
 )
 from tracestore.store import engine as engines
 from tracestore.store import migrate
+from tracestore.store.connections import StoreConnections
 from tracestore.store.schema import blobs, events
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
 from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash
@@ -135,7 +136,7 @@ class WriteView:
         return bool(self.store._existing_ids(self.conn, [event_id]))
 
 
-class EventStore(LogReads):
+class EventStore(StoreConnections, LogReads):
     """An event log in a SQL database (SQLite file by default)."""
 
     def __init__(self, url: str | None = None, *, migrate_schema: bool = True,
@@ -149,30 +150,37 @@ class EventStore(LogReads):
         create = create and not read_only
         if not create:
             engines.require_existing_file(self.url)
-        self._writer, self._reader = engines.make_engines(self.url, read_only=read_only)
+        self._init_connections()
+        # A SQLite file whose schema is current opens with ONE plain sqlite3 connection and
+        # one statement: the engines are built on first use (the queue's filters and most
+        # reads of one attempt never need them; building two cost ~0.8 ms, more than the
+        # indexed query itself -- issue 21).
+        current = False
+        if self._sqlite_path is not None and (read_only or migrate_schema):
+            current = self._quick_current()
+        if self._sqlite_path is not None:
+            self._dialect, self._mark = "sqlite", "?"
+        else:
+            self._dialect = self._writer.dialect.name
+            self._mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
         if read_only and engines.is_sqlite(self.url):
-            try:
-                migrate.require_current(self._reader, self.url)
-            except BaseException:
-                self.close()
-                raise
+            if not current:
+                try:
+                    migrate.require_current(self._reader, self.url)
+                except BaseException:
+                    self.close()
+                    raise
             migrate_schema = False
-        self._dialect = self._writer.dialect.name
-        mark = self._mark = "?" if self._writer.dialect.paramstyle == "qmark" else "%s"
+        mark = self._mark
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
-        if migrate_schema:
+        if migrate_schema and not current:
             try:
                 migrate.upgrade(self._writer, self.url, self._reader, create=create)
             except BaseException:
                 self.close()
                 raise
-
-    def close(self) -> None:
-        self._writer.dispose()
-        if self._reader is not self._writer:
-            self._reader.dispose()
 
     def __enter__(self) -> EventStore:
         return self
@@ -408,21 +416,26 @@ class EventStore(LogReads):
 
     # -- export and import (rows exactly as stored) -----------------------------------
 
-    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 1000,
+    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 5000,
                   ) -> Iterator[dict[str, Any]]:
-        """Rows exactly as stored (payload text, recorded-at, hash), in position order."""
+        """Rows exactly as stored (payload text, recorded-at, hash), in position order:
+        driver tuples in batches of ``batch_size`` (keyset on position, so memory holds
+        one batch), no per-row SQLAlchemy result processing."""
+        from tracestore.store.reads import ROW_COLUMNS, _COLUMN_NAMES
+
+        mark = self._mark
+        sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE position > {mark}"
+               + (f" AND trace_id = {mark}" if trace_id is not None else "")
+               + f" ORDER BY position LIMIT {int(batch_size)}")
         last = 0
         while True:
-            query = select(events).where(events.c.position > last)
-            if trace_id is not None:
-                query = query.where(events.c.trace_id == trace_id)
-            with self._reader.connect() as conn:
-                rows = [dict(r) for r in conn.execute(
-                    query.order_by(events.c.position).limit(batch_size)).mappings()]
-            yield from rows
+            params = (last,) if trace_id is None else (last, trace_id)
+            rows = self.fetch_driver(sql, params, during="in iter_rows")
+            for row in rows:
+                yield dict(zip(_COLUMN_NAMES, row))
             if len(rows) < batch_size:
                 return
-            last = rows[-1]["position"]
+            last = rows[-1][0]
 
     def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
                     *, same_hashes: bool, batch_size: int = 1000) -> tuple[int, str]:

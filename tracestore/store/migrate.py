@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DatabaseError, OperationalError
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 # Alembic).  Knowing it lets an up-to-date database open without importing Alembic or
 # reading the migration scripts, and without taking the write lock: every command opens the
 # store, most only read.
-SCHEMA_HEAD = "0003"  # 0002 the review queue index (issue 21), 0003 the SQL views (issue 23)
+SCHEMA_HEAD = "0004"  # 0002 the review queue index (issue 21), 0003 the SQL views (issue 23),
+# 0004 the audit index (issue 25)
 
 
 def migrations_dir() -> Path:
@@ -82,6 +83,23 @@ def _is_current(read_engine: Engine) -> bool:
     except DatabaseError:
         return False
     return marker == STORE_MARKER[1] and version == SCHEMA_HEAD
+
+
+#: The schema check as ONE driver statement (the quick SQLite path: no engine, no compile).
+QUICK_CHECK_SQL = ("SELECT (SELECT value FROM ts_meta WHERE key = ?), "
+                   "(SELECT version_num FROM alembic_version)")
+
+
+def is_current_quick(dbapi_conn: Any) -> bool:
+    """``_is_current`` on a plain ``sqlite3`` connection: one statement; any error (a new
+    file, a foreign database) is "not known to be current", left to the full checks."""
+    import sqlite3
+
+    try:
+        row = dbapi_conn.execute(QUICK_CHECK_SQL, (STORE_MARKER[0],)).fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None and tuple(row) == (STORE_MARKER[1], SCHEMA_HEAD)
 
 
 def _check_ours(conn: Connection, url: str) -> bool:

@@ -112,6 +112,24 @@ class LogReads:
              limit: int | None = None) -> list[StoredEvent]:
         """Events in global order, optionally filtered by stream, trace or attempt."""
         _check_positions(after=after, upto=upto)
+        fetch = getattr(self, "fetch_driver", None)
+        if fetch is not None:  # one driver statement: no engine, no compile (a command
+            # reading one attempt pays neither; the indexes are the same)
+            from tracestore.events import attempt_stream
+
+            if attempt_id is not None:
+                stream = attempt_stream(attempt_id)
+            mark, where, params = self._mark, [f"position > {self._mark}"], [after]
+            for column, op, value in (("stream", "=", stream), ("trace_id", "=", trace_id),
+                                      ("position", "<=", upto)):
+                if value is not None:
+                    where.append(f"{column} {op} {mark}")
+                    params.append(value)
+            sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE {' AND '.join(where)} "
+                   "ORDER BY position" + (f" LIMIT {int(limit)}" if limit is not None else ""))
+            times: dict[str, dt.datetime] = {}
+            return [_stored_from_row(row, times)
+                    for row in fetch(sql, params, during="in read")]
         with self._reader.connect() as conn:
             return self._read(conn, stream=stream, trace_id=trace_id, attempt_id=attempt_id,
                               after=after, upto=upto, limit=limit)
