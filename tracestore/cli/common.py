@@ -20,6 +20,7 @@ from tracestore.cli.lazy import rich_console, rich_name
 from tracestore.errors import InputError, NotFound, TracestoreError
 from tracestore.text.neutralize import visible
 from tracestore.store import ENV_VAR
+from tracestore.store.engine_names import database_name  # noqa: F401  (re-exported: commands name their database)
 
 if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
     from tracestore.store.log import EventStore
@@ -110,21 +111,6 @@ def _check_text_arguments(kwargs: dict[str, Any]) -> None:
 #: Not-found codes for things looked up in the log: their message names the database, so
 #: a command run in the wrong folder (or with the wrong --db) says where it looked.
 LOG_NOT_FOUND = frozenset({"attempt_not_found", "trace_not_found"})
-
-
-def database_name(db: str | None) -> str:
-    """The database a command used, as a person recognises it (never with a password)."""
-    from sqlalchemy.engine import make_url
-
-    from tracestore.store.engine import resolve_url
-
-    try:
-        url = make_url(resolve_url(db))
-    except TracestoreError:
-        return str(db)
-    if url.get_backend_name() == "sqlite":
-        return url.database or "an in-memory SQLite database"
-    return url.render_as_string(hide_password=True)
 
 
 def name_database(exc: TracestoreError, db: str | None) -> None:

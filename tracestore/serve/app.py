@@ -65,7 +65,7 @@ class Desk:
 
     def __init__(self, config: DeskConfig, store: Any) -> None:
         import tracestore
-        from tracestore.cli.common import database_name
+        from tracestore.store.engine_names import database_name
         from tracestore.review import load_template
 
         self.config, self.store = config, store

@@ -114,22 +114,22 @@ async def trace(desk: Desk, request: Any) -> Any:
 
 
 async def attempt(desk: Desk, request: Any) -> Any:
-    from tracestore.cli.common import trace_of_attempt
+    from tracestore.api import Store
 
     attempt_id = request.path_params["attempt_id"]
-    trace_id = trace_of_attempt(desk.store, attempt_id)
+    trace_id = Store(desk.store).trace_of(attempt_id)
     return _see(f"/trace/{_q(trace_id)}?attempt={_q(attempt_id)}")
 
 
 async def events(desk: Desk, request: Any) -> Any:
     """A stretch of one attempt's events, each with its native JSON (what a folded run
     of a long attempt leaves out of the trace page)."""
-    from tracestore.cli.common import trace_of_attempt
+    from tracestore.api import Store
     from tracestore.report.html import render_page
     from tracestore.report.model import _native_json
 
     attempt_id = request.path_params["attempt_id"]
-    trace_id = trace_of_attempt(desk.store, attempt_id)
+    trace_id = Store(desk.store).trace_of(attempt_id)
     start = _int(request.query_params.get("from", "0"), "from")
     stored = [e for e in desk.store.read(attempt_id=attempt_id) if e.position >= start]
     shown = stored[:EVENTS_PAGE]
@@ -144,7 +144,7 @@ async def events(desk: Desk, request: Any) -> Any:
 async def review(desk: Desk, request: Any) -> Any:
     """One form post: CSRF and origin first (403, nothing read or appended), then the
     CLI's own plan and checks."""
-    from tracestore.cli.common import trace_of_attempt
+    from tracestore.api import Store
     from tracestore.review import load_template
 
     form = await _form(request)
@@ -160,7 +160,7 @@ async def review(desk: Desk, request: Any) -> Any:
                           "without --reviewer or a key: it cannot record reviews",
                           "desk_read_only")
     attempt_id = request.path_params["attempt_id"]
-    trace_id = trace_of_attempt(desk.store, attempt_id)
+    trace_id = Store(desk.store).trace_of(attempt_id)
     template = load_template(str(form.get("template") or desk.template.name))
     action = form.get("action")
     if action not in ("set", "approve"):
