@@ -2,7 +2,8 @@
 replaying real captures byte for byte.
 
 * every real capture with a matching SDK route, read to the end through that SDK: the same
-  frames, drain outcome and decision as ``ingest`` of the file;
+  frames, drain (outcome, and the detail the bytes show) and decision as ``ingest`` of the
+  file;
 * each SDK API × pattern (full read, full read then close, ``with`` block, early break +
   close, early break without close, an exception of the app inside its loop, the server
   dropping the connection mid-body, a retry in a second thread while the first delivers).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,6 +33,9 @@ from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
 REAL = FIXTURES / "real"
+#: A Chat Completions stream that ends with ``data: [DONE]`` and no ``finish_reason``
+#: (Snowflake's OpenAI-compatible endpoint, recorded by pydantic-ai: fixtures/wild).
+DONE_ONLY = FIXTURES / "wild" / "other-compatible" / "pyd__snowflake_model_streaming.sse"
 TASK = {"answer_patterns": ["."]}
 MSG = [{"role": "user", "content": "x"}]
 GEMINI_PATH = "gemini-2.0-flash:streamGenerateContent"  # matched as a suffix
@@ -159,7 +164,7 @@ def _sse(folder: str) -> tuple[Path, ...]:
     return tuple(sorted((REAL / folder).glob("*.sse")))
 
 
-CHAT = _sse("openai-chat")
+CHAT = (*_sse("openai-chat"), DONE_ONLY)
 RESPONSES = _sse("openai-responses")
 ANTHROPIC = _sse("anthropic")
 GEMINI = tuple(p for p in _sse("gemini"))
@@ -226,10 +231,22 @@ def ingested(path: Path):
                        task=TaskRule.model_validate(TASK))
     frames = [(e.event.index, e.event.native, e.event.kinds, e.event.offset)
               for e in plan.events if isinstance(e.event, FrameReceived)]
-    drain = next(e.event.outcome for e in plan.events if e.event.type == "transport.drained")
+    drained = next(e.event for e in plan.events if e.event.type == "transport.drained")
     with EventStore("sqlite://") as store:
         store.append(list(plan.events), blob_data=[plan.blob])
-        return frames, drain, decide_release(store.read(), "x")
+        return frames, (drained.outcome, drained.detail), decide_release(store.read(), "x")
+
+
+#: What a live drain adds to the detail the bytes show: how the application ended the body.
+APP_NOTE = re.compile(r"(?:^|; )(?:closed by the application|the application dropped the "
+                      r"response) (?:after the native terminal|after the dialect's end "
+                      r"marker \[DONE\])(?: \(garbage-collected\))?; (?:\d+ body bytes unread"
+                      r"|body bytes unread not known \(chunked body: at least its last chunk\))$")
+
+
+def bytes_detail(detail: str | None) -> str | None:
+    """A live drain's detail without the application's note: what the bytes show."""
+    return APP_NOTE.sub("", detail or "") or None
 
 
 def drain_of(rec: Recorder, attempt_id: str):
@@ -252,7 +269,8 @@ def assert_as_ingested(rec: Recorder, attempt: Any, capture: Path) -> None:
     got = attempt.decision()
     assert (got.status, got.reasons, got.answer) == (expected.status, expected.reasons,
                                                      expected.answer)
-    assert drain_of(rec, attempt.attempt_id).outcome == drain
+    drained = drain_of(rec, attempt.attempt_id)
+    assert (drained.outcome, bytes_detail(drained.detail)) == drain
     assert "local.stopped" not in [e.type for e in rec.store.read(attempt_id=attempt.attempt_id)]
 
 
@@ -274,6 +292,33 @@ def test_a_full_read_is_what_ingest_of_the_capture_says(rec, server, api, captur
     close()
     (attempt,) = session.attempts()
     assert_as_ingested(rec, attempt, capture)
+
+
+@pytest.mark.parametrize("content_length", [False, True], ids=["chunked", "content-length"])
+def test_done_without_finish_reason_is_what_ingest_says_not_a_stop(
+        rec, server, content_length) -> None:
+    """openai's iterator stops at ``[DONE]`` and closes the response: with no finish_reason
+    before it that is the provider's own end of the stream, not the user's Stop — the drain
+    names the marker exactly as ``ingest`` of the bytes does, and the decision is ingest's."""
+    server.routes["/v1/chat/completions"] = route_for(DONE_ONLY, by_event=True,
+                                                      content_length=content_length)
+    session = Session(rec, server)
+    stream, close = _chat(server, session.transport)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    close()
+    (attempt,) = session.attempts()
+    assert text == "4"
+    _, (outcome, detail), expected = ingested(DONE_ONLY)
+    assert (outcome, detail) == ("eof", "the dialect's end marker [DONE] arrived (frame 3 at "
+                                 "byte 950) but no native terminal (finish_reason) came")
+    got = attempt.decision()
+    assert (got.status, got.reasons) == (expected.status, expected.reasons)
+    assert got.status == "interrupted"
+    unread = "0 body bytes unread" if content_length else \
+        "body bytes unread not known (chunked body: at least its last chunk)"
+    assert drain_of(rec, attempt.attempt_id).detail == (
+        f"{detail}; closed by the application after the dialect's end marker [DONE]; {unread}")
+    assert "local.stopped" not in [e.type for e in rec.store.read(attempt_id=attempt.attempt_id)]
 
 
 # -- the patterns -------------------------------------------------------------------------
@@ -300,7 +345,8 @@ def test_full_read_then_close_and_with_block_are_clean(rec, server, api) -> None
     assert_as_ingested(rec, first, capture)
     frames, drain, _ = ingested(capture)
     assert frames_of(rec, second.attempt_id) == frames
-    assert drain_of(rec, second.attempt_id).outcome == drain == "clean"
+    drained = drain_of(rec, second.attempt_id)
+    assert (drained.outcome, bytes_detail(drained.detail)) == drain == ("clean", None)
 
 
 class _closing:

@@ -152,8 +152,7 @@ class BodyAttempt:
         """The application closed the body before reading it to its end: after the native
         terminal that is the stream's end as the SDK ends it (a clean drain), before it the
         user's Stop at the last byte received."""
-        self._closed_at(self.received_bytes, "closed by the application {} the native "
-                        "terminal")
+        self._closed_at(self.received_bytes, "closed by the application {}")
 
     def watch(self, body: object) -> None:
         """Record ``dropped`` when the application lets ``body`` go without closing it."""
@@ -168,32 +167,44 @@ class BodyAttempt:
             return
         size = self.received_bytes
         self.owner.later(lambda: self._closed_at(
-            size, "the application dropped the response without closing it, {} the native "
-                  "terminal (garbage-collected)"))
+            size, "the application dropped the response without closing it, {} "
+                  "(garbage-collected)"))
 
     def _closed_at(self, size: int, how: str) -> None:
-        """The body ended unread at byte ``size``: a clean drain naming ``how`` and the bytes
-        left unread when the native terminal had arrived, else a Stop and drain ``eof``."""
+        """The body ended unread at byte ``size``.  After the native terminal: the drain the
+        bytes show, noting ``how`` and the bytes left unread.  After the dialect's end marker
+        (``[DONE]``) with no native terminal: the SDK ended the stream where the provider
+        ended it, so no Stop either — the drain the bytes show (``eof``, naming the marker,
+        as ``ingest`` of the same bytes says), with the same note.  Before both: a Stop and
+        drain ``eof``."""
         if self.expected_size is not None:
             unread = f"{max(self.expected_size - size, 0)} body bytes unread"
         else:
             unread = "body bytes unread not known (chunked body: at least its last chunk)"
 
         def stop() -> None:
-            if not self._terminal_seen():
+            if self._ending() is None:
                 self.recorder.stop(by="application")
 
         def drain() -> None:
-            if self._terminal_seen():
-                self.recorder.drain(note=f"{how.format('after')}; {unread}")
+            ending = self._ending()
+            if ending is not None:
+                self.recorder.drain(note=f"{how.format(ending)}; {unread}")
             else:
-                self.recorder.drain("eof", how.format("before"))
+                self.recorder.drain("eof", how.format("before the native terminal"))
 
         self._end(stop, drain)
 
-    def _terminal_seen(self) -> bool:
+    def _ending(self) -> str | None:
+        """How the bytes recorded so far end the stream as its dialect ends it: "after the
+        native terminal" (or native error frame), "after the dialect's end marker [DONE]",
+        or None (the stream was cut short)."""
         capture = getattr(self.recorder, "capture", None)
-        return bool(getattr(capture, "ended_natively", False))
+        if getattr(capture, "ended_natively", False):
+            return "after the native terminal"
+        if getattr(capture, "end_marker", None) is not None:
+            return "after the dialect's end marker [DONE]"
+        return None
 
 
 class BodyRecording:

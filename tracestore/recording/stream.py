@@ -30,6 +30,9 @@ from tracestore.wire.limits import MAX_FRAME_BYTES
 
 _AWS_PRELUDE_BYTES = 12
 
+#: The end marker OpenAI-compatible dialects send after the stream (not a native terminal).
+DONE_MARKER = "[DONE]"
+
 
 @dataclass(frozen=True, slots=True)
 class Segment:
@@ -93,6 +96,8 @@ class LiveCapture:
         self.terminal_seen = False
         self.error_ending: tuple[LiveFrame, Any] | None = None
         "The native error frame the bytes so far end with (keepalives after it skipped)."
+        self.end_marker: LiveFrame | None = None
+        "The last frame carrying the dialect's own end marker (``[DONE]``), if any came."
         self.truncation: Truncation | None = None
         self.closed = False
         self._error: TracestoreError | None = None
@@ -131,6 +136,11 @@ class LiveCapture:
                 name = getattr(error, "error_code", None) or getattr(error, "native_type", None)
                 return "clean", (f"input ended after the native error frame {name} "
                                  f"(frame {frame.index} at byte {frame.offset})")
+            if self.end_marker is not None:  # the same words as ingest's capture_drain
+                marker = self.end_marker
+                return "eof", (f"the dialect's end marker [DONE] arrived (frame {marker.index} "
+                               f"at byte {marker.offset}) but no native terminal "
+                               "(finish_reason) came")
             return "eof", "input ended before the native terminal"
         return "clean", None
 
@@ -231,6 +241,9 @@ class LiveCapture:
             if not (kinds and all(kind == "keepalive" for kind in kinds)):
                 self.error_ending = (live, observations[-1]) \
                     if kinds and kinds[-1] == "error" else None
+            if any(o.kind == "keepalive" and o.native_type == DONE_MARKER
+                   for o in observations):
+                self.end_marker = live
             frames.append(live)
             self._index += 1
         self._held = []
