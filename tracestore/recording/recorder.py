@@ -27,7 +27,9 @@ import uuid
 from collections import OrderedDict
 from typing import Any, Mapping
 
-from tracestore.errors import ExpectedVersionConflict, InputError, NotFound, StoreError
+from tracestore.errors import (
+    AttemptClosedError, ExpectedVersionConflict, InputError, NotFound, StoreError,
+)
 from tracestore.events import (
     AttemptStarted, CaptureSegment, FrameReceived, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
     trace_stream,
@@ -100,6 +102,14 @@ class Recorder:
         self.store = store if store is not None else _open_store(EventStore, db)
         self.lock = threading.RLock()
         self._planners: OrderedDict[str, DecisionPlanner] = OrderedDict()
+        self.closed = False
+        "Set by ``close``: every later recording call raises ``recorder_closed``."
+
+    def check_open(self) -> None:
+        """Refuse a recording call through a closed recorder (nothing is written)."""
+        if self.closed:
+            raise AttemptClosedError("this recorder is closed; it records nothing more (open "
+                                     "a new Recorder)", code="recorder_closed")
 
     #: Traces whose decision planners are kept (least recently used go first): a planner
     #: holds only its trace's undecided attempts, and one evicted is rebuilt from the log.
@@ -131,6 +141,7 @@ class Recorder:
         structured replies judged by it; ``binding`` is the request binding (seed 000:
         messages, request hash, schema, corpus identity, selected_context) that frames and
         citations are checked against.  Both are recorded once, with the trace."""
+        self.check_open()
         rule = as_task_rule(task)
         opened = TraceOpened(trace_id=trace_id, task=rule, profile=profile,
                              comparison=comparison, origin=origin)
@@ -165,6 +176,8 @@ class Recorder:
         return Turn(self, trace_id, trace_options)
 
     def close(self) -> None:
+        with self.lock:  # after any append in progress; none after it
+            self.closed = True
         if self._owns_store:
             self.store.close()
 
@@ -201,6 +214,7 @@ class TraceRecorder:
                 reader: str | None = None) -> AttemptRecorder:
         """Open an attempt.  With a named ``api`` its start is recorded now (its position
         decides what it supersedes); with ``api="auto"`` when the first bytes tell the API."""
+        self.recorder.check_open()
         attempt = AttemptRecorder(self, attempt_id or f"att-{uuid.uuid4().hex[:16]}",
                                   LiveCapture(api, framing), retry_of=retry_of,
                                   request=_request_settings(request), reader=reader)
@@ -300,6 +314,7 @@ class AttemptRecorder:
         """The release decision as the log stands now (recomputed by the projection from
         the log read in batches: memory does not grow with the trace's events)."""
         with self._rec.lock:
+            self._rec.check_open()
             if not self.started:
                 raise NotFound(f"attempt {self.attempt_id!r} is not recorded yet (no bytes told "
                                "its API)", code="not_started", attempt_id=self.attempt_id)
@@ -313,6 +328,7 @@ class AttemptRecorder:
         event = destination_event(self.attempt_id, destination, text, readback=readback,
                                   observed_at=_now(), cut_off=cut_off)
         with self._rec.lock:
+            self._rec.check_open()
             self._refuse_if_failed()  # a drained attempt still takes destinations
             self._require_started("destination")
             self._append([event])
@@ -324,11 +340,15 @@ class AttemptRecorder:
                              code="recording_failed", attempt_id=self.attempt_id)
 
     def _usable(self) -> None:
+        """Bytes, a Stop or a drain: refused once the attempt drained (its bytes and ending
+        are final) or the recorder closed, before anything is appended."""
+        self._rec.check_open()
         self._refuse_if_failed()
         if self.drained:
-            raise InputError(f"attempt {self.attempt_id!r} is drained; it takes no more "
-                             "events (a retry is a fresh attempt)", code="attempt_closed",
-                             attempt_id=self.attempt_id)
+            raise AttemptClosedError(f"attempt {self.attempt_id!r} is drained; it takes no "
+                                     "more bytes, Stop or drain (a retry is a fresh "
+                                     "attempt; destination writes are still recorded)",
+                                     code="attempt_closed", attempt_id=self.attempt_id)
 
     def _require_started(self, what: str) -> None:
         if not self.started:

@@ -20,7 +20,7 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracestore.errors import InputError, TracestoreError
+from tracestore.errors import AttemptClosedError, InputError, TracestoreError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
 from tracestore.providers.capture import DETECT_NATIVES, detect_provider, native_of, shape_vote
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
@@ -155,8 +155,8 @@ class LiveCapture:
         if self._error is not None:
             raise self._error
         if self.closed:
-            raise InputError("this capture is closed; a drained attempt takes no more bytes",
-                             code="attempt_closed")
+            raise AttemptClosedError("this capture is closed; a drained attempt takes no "
+                                     "more bytes", code="attempt_closed")
 
     def _feed(self, data: bytes) -> FeedResult:
         self._hash.update(data)
