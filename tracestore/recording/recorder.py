@@ -78,6 +78,16 @@ def _bindings(contract: Any, binding: Mapping[str, Any] | None) -> Bindings | No
     return Bindings(loaded, plain)
 
 
+def _check_profile(profile: str | None) -> None:
+    """A trace names a shipped profile or none: an unknown name would hold every answer
+    ``no_profile`` silently."""
+    from tracestore.projections.profiles import PROFILES
+
+    if profile is not None and profile not in PROFILES:
+        raise InputError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}",
+                         code="unknown_profile")
+
+
 def _request_settings(request: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if request is None:
         return None
@@ -143,6 +153,7 @@ class Recorder:
         citations are checked against.  Both are recorded once, with the trace."""
         self.check_open()
         rule = as_task_rule(task)
+        _check_profile(profile)
         opened = TraceOpened(trace_id=trace_id, task=rule, profile=profile,
                              comparison=comparison, origin=origin)
         new = NewEvent(trace_stream(trace_id), opened, id=event_id(trace_id, "", "trace"),
