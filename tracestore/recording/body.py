@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tracestore.errors import TracestoreError
+from tracestore.errors import RecordingScopeError, TracestoreError
+from tracestore.recording.turn import AttemptHandle, current_turn
 
 # The writer thread (queue, batching, pauses) is in ``writer``; its bounds are importable
 # from here as before.
@@ -37,10 +38,14 @@ class BodyAttempt:
     """
 
     def __init__(self, owner: BodyRecording, api: str, framing: str | None,
-                 settings: dict[str, Any], expected_size: int | None = None) -> None:
-        self.owner, self.api, self.framing, self.settings = owner, api, framing, settings
-        self.expected_size = expected_size
-        "The body's length when the response said it (content-length), else None."
+                 settings: dict[str, Any] | Callable[[], dict[str, Any]],
+                 expected_size: int | None | Callable[[], int | None] = None) -> None:
+        self.owner, self.api, self.framing = owner, api, framing
+        self.settings = settings
+        "The request settings, or how to read them: read by the writer when it opens the "
+        "attempt, never in the application's thread before its first byte."
+        self._expected_size = expected_size
+        "The body's length when the response said it (content-length), or how to read it."
         self.received_bytes = 0
         self.recorder: Any = None
         self.pending: bytes | None = None
@@ -49,6 +54,14 @@ class BodyAttempt:
         self.dead = False
         self.handle, self.retry_of = owner.assign(self)
         "This response's attempt (``turn.AttemptHandle``), fixed in the app's own context."
+
+    @property
+    def expected_size(self) -> int | None:
+        """The body's length when the response said it (content-length), else None; read
+        from the headers when first needed (by the writer, at the body's end)."""
+        if callable(self._expected_size):
+            self._expected_size = self._expected_size()
+        return self._expected_size
 
     def _guard(self, action: Callable[[], Any]) -> None:
         if self.dead:
@@ -65,6 +78,8 @@ class BodyAttempt:
             trace = self.handle.trace
             retry_of = self.retry_of if self.owner.was_opened(self.retry_of) \
                 else self.owner.previous(trace)
+            if callable(self.settings):
+                self.settings = self.settings()
             self.recorder = trace.attempt(self.handle.attempt_id, api=self.api,
                                           framing=self.framing, retry_of=retry_of,
                                           request=self.settings)
@@ -177,10 +192,11 @@ class BodyAttempt:
         ended it, so no Stop either — the drain the bytes show (``eof``, naming the marker,
         as ``ingest`` of the same bytes says), with the same note.  Before both: a Stop and
         drain ``eof``."""
-        if self.expected_size is not None:
-            unread = f"{max(self.expected_size - size, 0)} body bytes unread"
-        else:
-            unread = "body bytes unread not known (chunked body: at least its last chunk)"
+        def unread() -> str:
+            expected = self.expected_size
+            if expected is not None:
+                return f"{max(expected - size, 0)} body bytes unread"
+            return "body bytes unread not known (chunked body: at least its last chunk)"
 
         def stop() -> None:
             if self._ending() is None:
@@ -189,7 +205,7 @@ class BodyAttempt:
         def drain() -> None:
             ending = self._ending()
             if ending is not None:
-                self.recorder.drain(note=f"{how.format(ending)}; {unread}")
+                self.recorder.drain(note=f"{how.format(ending)}; {unread()}")
             else:
                 self.recorder.drain("eof", how.format("before the native terminal"))
 
@@ -274,9 +290,6 @@ class BodyRecording:
     def assign(self, attempt: BodyAttempt) -> tuple[Any, str | None]:
         """The handle and the retried attempt of a new response, in the application's own
         context (its turn scope) when the response's headers arrive."""
-        from tracestore.errors import RecordingScopeError
-        from tracestore.recording.turn import AttemptHandle, current_turn
-
         turn, problem = current_turn(), None
         given = self.trace
         if callable(given) and turn is None:  # a factory: its trace is opened by the writer

@@ -106,8 +106,13 @@ def body_size(headers: Any) -> int | None:
 
 
 def attempt_for(owner: BodyRecording, request: Any, response: Any) -> BodyAttempt:
+    """The attempt of a streamed response, made when its headers arrive.  Only what must be
+    fixed then is worked out here, in the application's thread before its first byte (the
+    handle, the turn, the API, the framing); the request's settings (a JSON parse of the
+    request body) and the body's size are read by the writer when it needs them."""
     return owner.track(BodyAttempt(owner, api_for_path(request.url.path), _framing(response),
-                                request_settings(request), body_size(response.headers)))
+                                   lambda: request_settings(request),
+                                   lambda: body_size(response.headers)))
 
 
 def _default_http() -> Any:
