@@ -36,6 +36,8 @@ class Route:
     "Send one chunk per SSE event (each ends at a blank line), ``chunk`` ignored."
     content_length: bool = False
     "Send a content-length body (the capture's size) instead of chunked transfer encoding."
+    status: int = 200
+    "The HTTP status (an error body is served with its provider's 4xx status)."
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".bin": "application/vnd.amazon.eventstream",
@@ -70,7 +72,7 @@ class CaptureServer:
                 if route is None:
                     self.send_error(404)
                     return
-                self.send_response(200)
+                self.send_response(route.status)
                 self.send_header("content-type", route.content_type)
                 if route.content_length:
                     self.send_header("content-length", str(len(route.capture)))

@@ -82,10 +82,24 @@ def request_settings(request: Any) -> dict[str, Any]:
 
 
 def _is_streaming(request: Any, response: Any) -> bool:
+    """A stream's content type, Gemini's streaming path, or a request that asked for a
+    stream (``"stream": true``) whatever came back — a provider refusing a streamed request
+    (a bad key, an unknown model) answers with one JSON error body, which is recorded as the
+    attempt's evidence (``failed``, as ``ingest`` of the body says)."""
     ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if ctype in _STREAM_TYPES:
         return True
-    return ":streamGenerateContent" in request.url.path
+    if ":streamGenerateContent" in request.url.path:
+        return True
+    return api_for_path(request.url.path) != "auto" and _asked_for_stream(request)
+
+
+def _asked_for_stream(request: Any) -> bool:
+    try:
+        body = json.loads(request.content or b"null")
+    except Exception:  # noqa: BLE001 - a body that is not JSON (or not read) asks for nothing
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 def _framing(response: Any) -> str | None:

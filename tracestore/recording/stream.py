@@ -23,6 +23,7 @@ from typing import Any
 from tracestore.errors import AttemptClosedError, InputError, TracestoreError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
 from tracestore.providers.capture import DETECT_NATIVES, detect_provider, native_of, shape_vote
+from tracestore.providers.error_body import MAX_ERROR_BODY_BYTES, whole_error_body
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
 from tracestore.wire.base import Decoder
 from tracestore.wire.frames import Truncation
@@ -90,6 +91,7 @@ class LiveCapture:
         self._seg_start = 0           # absolute offset of _pending[0]
         self._held: list[tuple[Any, str | None, Any]] = []  # frames awaiting the provider
         self._voted = 0               # natives checked against an explicit api
+        self._holding = False         # bytes held: they may be a whole-body JSON error
         self._index = 0
         self._hash = hashlib.sha256()
         self.size = 0
@@ -165,18 +167,45 @@ class LiveCapture:
         if self._decoder is None:
             if not self._start_decoder(final=False):
                 return FeedResult(None)
-            wire = self._decoder.feed(bytes(self._pending))  # type: ignore[union-attr]
-        else:
-            wire = self._decoder.feed(data)
-        return self._emit(wire, final=False)
+            self._holding = self._may_be_error_body()
+        elif not self._holding:
+            return self._emit(self._decoder.feed(data), final=False)
+        if self._holding:
+            self._holding = self._may_be_error_body()
+            if self._holding:
+                return FeedResult(None)
+        assert self._decoder is not None
+        return self._emit(self._decoder.feed(bytes(self._pending)), final=False)
 
     def _close(self) -> FeedResult:
-        if self._decoder is None and not self._start_decoder(final=True):
-            return self._emit([], final=True)  # nothing that could be a frame arrived
+        wire: list[Any] = []
+        if self._decoder is None:
+            if not self._start_decoder(final=True):
+                return self._emit([], final=True)  # nothing that could be a frame arrived
+            self._holding = self._may_be_error_body()
+            if not self._holding:  # the bytes were held until the framing could be told
+                wire = self._decoder.feed(bytes(self._pending))  # type: ignore[union-attr]
         assert self._decoder is not None
-        wire = self._decoder.close()
+        if self._holding:
+            self._holding = False
+            whole = whole_error_body(bytes(self._pending), self.framing or "")
+            if whole is not None:  # as ingest reads it: one error frame spanning the body
+                return self._emit(list(whole), final=True)
+            wire = self._decoder.feed(bytes(self._pending))
+        wire = [*wire, *self._decoder.close()]
         self.truncation = self._decoder.truncation
         return self._emit(wire, final=True)
+
+    def _may_be_error_body(self) -> bool:
+        """Whether the bytes so far may be a pretty-printed whole-body JSON error, which
+        ``ingest`` reads as one frame (``providers/error_body.py``; NDJSON framing would
+        refuse its first line ``{``): such bytes are held, at most ``MAX_ERROR_BODY_BYTES``,
+        until the body ends or shows it is something else."""
+        if self.framing != "ndjson" or len(self._pending) > MAX_ERROR_BODY_BYTES:
+            return False
+        stripped = bytes(self._pending).lstrip(b"\xef\xbb\xbf \t\r\n")
+        line, newline, _ = stripped.partition(b"\n")
+        return line.strip() == b"{" or (not newline and line.strip() in (b"", b"{"))
 
     def _start_decoder(self, *, final: bool) -> bool:
         """Choose the framing once enough bytes are here; False while it cannot be told."""

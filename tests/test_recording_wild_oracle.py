@@ -1,0 +1,153 @@
+"""Live recording and ``ingest`` of the same bytes agree on the wild bodies whose ending is
+least ordinary (issues 18/19): every whole-body JSON error of ``fixtures/wild/http-error``
+(compact one-line bodies with no newline, and pretty-printed ones that NDJSON framing
+alone would refuse) and every stream that ends with ``[DONE]`` and no ``finish_reason``.
+Fed to the recorder whole and in 7-byte chunks: the same frames, the same drain (outcome
+and detail) and the same decision as ``ingest``.  In-process (no SDK, no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracestore import Recorder
+from tracestore.events import CaptureSegment, FrameReceived, TaskRule
+from tracestore.ingest import plan_ingest
+from tracestore.projections.release import decide_release
+from tracestore.store.log import EventStore
+
+from conftest import FIXTURES
+
+WILD = FIXTURES / "wild"
+TASK = {"answer_patterns": ["."]}
+DONE_ONLY = ["openai-chat/llm__tools_streaming_variant_a.sse",
+             "openai-chat/llm__tools_streaming_variant_b.sse",
+             "other-compatible/pyd__snowflake_model_streaming.sse",
+             "other-compatible/pyd__snowflake_thinking_streaming.sse"]
+BODIES = sorted(str(p.relative_to(WILD)) for p in (WILD / "http-error").iterdir()) + DONE_ONLY
+
+
+def ingested(path: Path):
+    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="x", trace_id="x",
+                       task=TaskRule.model_validate(TASK))
+    frames = [(e.event.index, e.event.native, e.event.kinds, e.event.offset)
+              for e in plan.events if isinstance(e.event, FrameReceived)]
+    drained = next(e.event for e in plan.events if e.event.type == "transport.drained")
+    with EventStore("sqlite://") as store:
+        store.append(list(plan.events), blob_data=[plan.blob])
+        decision = decide_release(store.read(), "x")
+    return plan.api, frames, (drained.outcome, drained.detail), decision
+
+
+def recorded(rec: Recorder, data: bytes, chunk: int, attempt_id: str):
+    attempt = rec.trace(f"t-{attempt_id}", task=TASK).attempt(attempt_id)
+    for start in range(0, len(data), chunk):
+        attempt.feed(data[start:start + chunk])
+    attempt.drain()
+    frames, segment, drained = [], None, None
+    for stored in rec.store.read(attempt_id=attempt_id):
+        event = stored.event
+        if isinstance(event, CaptureSegment):
+            segment = event
+        elif isinstance(event, FrameReceived):
+            frames.append((event.index, event.native, event.kinds,
+                           segment.offset + event.offset))
+        elif event.type == "transport.drained":
+            drained = event
+    return attempt.api, frames, (drained.outcome, drained.detail), attempt.decision()
+
+
+def test_the_selection_is_the_corpus_own() -> None:
+    assert len(BODIES) == 17 and all((WILD / b).is_file() for b in BODIES)
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_live_recording_of_the_body_is_what_ingest_says(tmp_path: Path, body: str) -> None:
+    data = (WILD / body).read_bytes()
+    api, frames, drain, expected = ingested(WILD / body)
+    with Recorder("sqlite://") as rec:
+        for chunk in (len(data), 7):
+            got_api, got_frames, got_drain, got = recorded(rec, data, chunk, f"a{chunk}")
+            assert (got_api, got_frames, got_drain) == (api, frames, drain), chunk
+            assert (got.status, got.reasons, got.answer) == (
+                expected.status, expected.reasons, expected.answer), chunk
+    if body.startswith("http-error/"):
+        assert (expected.status, expected.reasons) == ("failed", ("native_failure",))
+    else:
+        assert drain[0] == "eof" and drain[1].startswith("the dialect's end marker [DONE]")
+
+
+# -- the same error bodies through the official SDKs -------------------------------------------
+def _sdk_call(name: str, server, transport) -> None:
+    import httpx2 as httpx
+
+    msg = [{"role": "user", "content": "x"}]
+    client = httpx.Client(transport=transport)
+    if name == "openai":
+        import openai
+
+        sdk = openai.OpenAI(api_key="t", base_url=f"{server.url}/v1", max_retries=0,
+                            http_client=client)
+        for _ in sdk.chat.completions.create(model="m", stream=True, messages=msg):
+            pass
+    elif name == "anthropic":
+        import anthropic
+
+        sdk = anthropic.Anthropic(api_key="t", base_url=server.url, max_retries=0,
+                                  http_client=client)
+        for _ in sdk.messages.create(model="m", max_tokens=9, stream=True, messages=msg):
+            pass
+    else:
+        from google import genai
+        from google.genai import types
+
+        sdk = genai.Client(api_key="t", http_options=types.HttpOptions(
+            base_url=server.url, httpx_client=client))
+        for _ in sdk.models.generate_content_stream(model="gemini-2.0-flash", contents="x"):
+            pass
+
+
+SDK_ERRORS = [
+    ("openai", "/v1/chat/completions", 401,
+     "mira__authentication_error_stream-openai_gpt_4o_completions.json", "AuthenticationError"),
+    ("openai", "/v1/chat/completions", 401, "ddt__completion_stream_wrong_api_key.json",
+     "AuthenticationError"),
+    ("anthropic", "/v1/messages", 401,
+     "mira__authentication_error_stream-anthropic_claude_sonnet_4_0.json",
+     "AuthenticationError"),
+    ("gemini", "gemini-2.0-flash:streamGenerateContent", 404,
+     "mira__model_not_found_stream-google_gemini_2_5_flash.json", "ClientError"),
+]
+
+
+@pytest.mark.parametrize(("sdk", "route", "status", "body", "raised"), SDK_ERRORS,
+                         ids=[f"{s}-{b.split('__')[0]}" for s, _, _, b, _ in SDK_ERRORS])
+def test_a_streamed_request_refused_with_a_json_error_body_is_recorded_as_ingest_says(
+        sdk: str, route: str, status: int, body: str, raised: str) -> None:
+    """The provider refuses a ``stream: true`` request with one JSON error body (4xx): the
+    SDK raises its own error, unchanged, and the attempt is recorded ``failed`` with the
+    frames and drain ``ingest`` of the body gives — not left out of the trace."""
+    from capture_server import CaptureServer, route_for
+    from tracestore.recording.httpx_capture import RecordingTransport
+
+    path = WILD / "http-error" / body
+    api, frames, drain, expected = ingested(path)
+    with CaptureServer() as server, Recorder("sqlite://") as rec:
+        server.routes[route] = route_for(path, status=status)
+        transport = RecordingTransport(rec.trace("t", task=TASK))
+        with pytest.raises(Exception) as caught:  # noqa: B017 - the SDK's own error class
+            _sdk_call(sdk, server, transport)
+        assert type(caught.value).__name__ == raised
+        transport.flush()
+        assert transport.failures == []
+        (attempt,) = transport.attempts
+        got = attempt.decision()
+        assert (got.status, got.reasons) == (expected.status, expected.reasons) == (
+            "failed", ("native_failure",))
+        live = [(e.event.index, e.event.native, e.event.kinds) for e in
+                rec.store.read(attempt_id=attempt.attempt_id) if isinstance(e.event, FrameReceived)]
+        assert (attempt.api, live) == (api, [f[:3] for f in frames])
+        (drained,) = [e.event for e in rec.store.read(attempt_id=attempt.attempt_id)
+                      if e.type == "transport.drained"]
+        assert (drained.outcome, drained.detail) == drain
