@@ -31,7 +31,7 @@ from tracestore.errors import (
     AttemptClosedError, ExpectedVersionConflict, InputError, NotFound, StoreError,
 )
 from tracestore.events import (
-    AttemptStarted, CaptureSegment, FrameReceived, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
+    AttemptStarted, CaptureSegment, FrameReceived, FrameRejected, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
     trace_stream,
 )
 from tracestore.ingest import (
@@ -407,6 +407,10 @@ class AttemptRecorder:
                 kinds=f.kinds, event_name=f.event_name, reader=self.reader, index=f.index,
                 capture_sha256=sha, offset=f.offset - offset, length=f.length)
                 for f in result.frames]
+        if result.rejected is not None:  # as ingest records a stream that turned invalid
+            r = result.rejected
+            events.append(FrameRejected(attempt_id=self.attempt_id, code=r.code,
+                                        offset=r.offset, index=r.index, detail=r.detail))
         events += tail or []
         if not self.started and self.capture.api is None:
             return  # the API is not known yet: nothing can be recorded (bytes stay pending)

@@ -20,9 +20,11 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracestore.errors import AttemptClosedError, InputError, TracestoreError
+from tracestore.errors import AttemptClosedError, InputError, TracestoreError, WireError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
-from tracestore.providers.capture import DETECT_NATIVES, detect_provider, native_of, shape_vote
+from tracestore.providers.capture import (
+    DETECT_NATIVES, INVALID_BYTES, detect_provider, native_of, shape_vote,
+)
 from tracestore.providers.error_body import MAX_ERROR_BODY_BYTES, whole_error_body
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
 from tracestore.wire.base import Decoder
@@ -58,11 +60,25 @@ class LiveFrame:
 class FeedResult:
     segment: Segment | None
     frames: list[LiveFrame] = field(default_factory=list)
+    rejected: Rejection | None = None
+    "The stream turned invalid after these frames (recorded as ``frame.rejected``)."
 
     @property
     def decisive(self) -> bool:
         """Whether these frames may make a release decision final (terminal or error)."""
-        return any(k in ("terminal", "error") for f in self.frames for k in f.kinds)
+        return self.rejected is not None or any(
+            k in ("terminal", "error") for f in self.frames for k in f.kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Where a recognized stream turned invalid (seed 000: bad UTF-8, a CRC mismatch)."""
+
+    code: str
+    offset: int | None
+    index: int
+    "The frame index the rejected bytes would have had (the frames before it are kept)."
+    detail: str
 
 
 def compatible_api(vote: str, api: str) -> bool:
@@ -92,6 +108,8 @@ class LiveCapture:
         self._held: list[tuple[Any, str | None, Any]] = []  # frames awaiting the provider
         self._voted = 0               # natives checked against an explicit api
         self._holding = False         # bytes held: they may be a whole-body JSON error
+        self._invalid: WireError | None = None  # the fault that ended decoding (kept prefix)
+        self.rejection: Rejection | None = None
         self._index = 0
         self._hash = hashlib.sha256()
         self.size = 0
@@ -164,37 +182,55 @@ class LiveCapture:
         self._hash.update(data)
         self.size += len(data)
         self._pending += data
+        if self.rejection is not None:  # bytes after the fault: stored, never frames
+            return FeedResult(self._cut(self._seg_start + len(self._pending)))
         if self._decoder is None:
             if not self._start_decoder(final=False):
                 return FeedResult(None)
             self._holding = self._may_be_error_body()
         elif not self._holding:
-            return self._emit(self._decoder.feed(data), final=False)
+            return self._emit(self._decode(data), final=False)
         if self._holding:
             self._holding = self._may_be_error_body()
             if self._holding:
                 return FeedResult(None)
-        assert self._decoder is not None
-        return self._emit(self._decoder.feed(bytes(self._pending)), final=False)
+        return self._emit(self._decode(bytes(self._pending)), final=False)
 
     def _close(self) -> FeedResult:
+        if self.rejection is not None:
+            return FeedResult(self._cut(self._seg_start + len(self._pending)))
         wire: list[Any] = []
         if self._decoder is None:
             if not self._start_decoder(final=True):
                 return self._emit([], final=True)  # nothing that could be a frame arrived
             self._holding = self._may_be_error_body()
             if not self._holding:  # the bytes were held until the framing could be told
-                wire = self._decoder.feed(bytes(self._pending))  # type: ignore[union-attr]
+                wire = self._decode(bytes(self._pending))
         assert self._decoder is not None
         if self._holding:
             self._holding = False
             whole = whole_error_body(bytes(self._pending), self.framing or "")
             if whole is not None:  # as ingest reads it: one error frame spanning the body
                 return self._emit(list(whole), final=True)
-            wire = self._decoder.feed(bytes(self._pending))
-        wire = [*wire, *self._decoder.close()]
-        self.truncation = self._decoder.truncation
+            wire = self._decode(bytes(self._pending))
+        if self._invalid is None:
+            wire = [*wire, *self._decode(None)]
+            self.truncation = self._decoder.truncation
         return self._emit(wire, final=True)
+
+    def _decode(self, data: bytes | None) -> list[Any]:
+        """The decoder's frames of ``data`` (``None``: its end).  A recognized stream that
+        turns invalid (bad UTF-8, a CRC mismatch) keeps the frames before the fault, as
+        ``ingest`` does (seed 000, issue 19): the rejection is recorded at its byte and the
+        rest of the body is stored unread.  With no frame before the fault it is refused."""
+        assert self._decoder is not None
+        try:
+            return self._decoder.feed(data) if data is not None else self._decoder.close()
+        except WireError as exc:
+            if exc.code not in INVALID_BYTES or not (self._index or self._held or exc.frames):
+                raise
+            self._invalid = exc
+            return list(exc.frames)
 
     def _may_be_error_body(self) -> bool:
         """Whether the bytes so far may be a pretty-printed whole-body JSON error, which
@@ -222,12 +258,22 @@ class LiveCapture:
     def _emit(self, wire: list[Any], *, final: bool) -> FeedResult:
         self._held.extend((frame, *native_of(frame)) for frame in wire)
         if self.api is None:
-            self._detect(final)
+            try:
+                self._detect(final or self._invalid is not None)
+            except InputError:
+                if self._invalid is not None:  # not a recognizable stream: refused whole
+                    raise self._invalid from None
+                raise
         elif self._voted < DETECT_NATIVES:
             self._check_api()
         frames: list[LiveFrame] = []
         if self.api is not None and self._held:
             frames = self._normalize()
+        if self._invalid is not None and self.rejection is None:
+            fault = self._invalid
+            self.rejection = Rejection(fault.code, fault.offset, self._index, fault.message)
+            return FeedResult(self._cut(self._seg_start + len(self._pending)), frames,
+                              self.rejection)
         if frames:
             end = frames[-1].offset + frames[-1].length
             return FeedResult(self._cut(end), frames)
@@ -305,4 +351,4 @@ def detect_framing_is_aws(head: bytes) -> bool:
         return False
 
 
-__all__ = ["FeedResult", "LiveCapture", "LiveFrame", "Segment"]
+__all__ = ["FeedResult", "LiveCapture", "LiveFrame", "Rejection", "Segment"]

@@ -1,9 +1,11 @@
-"""Live recording and ``ingest`` of the same bytes agree on the wild bodies whose ending is
-least ordinary (issues 18/19): every whole-body JSON error of ``fixtures/wild/http-error``
-(compact one-line bodies with no newline, and pretty-printed ones that NDJSON framing
-alone would refuse) and every stream that ends with ``[DONE]`` and no ``finish_reason``.
-Fed to the recorder whole and in 7-byte chunks: the same frames, the same drain (outcome
-and detail) and the same decision as ``ingest``.  In-process (no SDK, no network)."""
+"""Live recording and ``ingest`` of the same bytes agree where the ending is least ordinary
+(issues 18/19): every whole-body JSON error of ``fixtures/wild/http-error`` (compact
+one-line bodies with no newline, and pretty-printed ones that NDJSON framing alone would
+refuse), every wild stream that ends with ``[DONE]`` and no ``finish_reason``, and a
+recognized stream that turns invalid mid-body (bad UTF-8, a CRC mismatch: seed 000 keeps
+the valid prefix).  Fed to the recorder whole and in small chunks: the same frames, the
+same drain (outcome and detail), the same rejection and the same decision as ``ingest``.
+In-process, except the error bodies that are also sent through the official SDKs."""
 
 from __future__ import annotations
 
@@ -151,3 +153,66 @@ def test_a_streamed_request_refused_with_a_json_error_body_is_recorded_as_ingest
         (drained,) = [e.event for e in rec.store.read(attempt_id=attempt.attempt_id)
                       if e.type == "transport.drained"]
         assert (drained.outcome, drained.detail) == drain
+
+
+# -- a recognized stream that turns invalid mid-body ---------------------------------------------
+REAL = FIXTURES / "real"
+
+
+def _bad_utf8() -> bytes:
+    data = (REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse").read_bytes()
+    good = b"\n\n".join(data.split(b"\n\n")[:3]) + b"\n\n"
+    return good + b"data: \xff\xfe\n\n" + data[len(good):]
+
+
+def _bad_crc() -> bytes:
+    data = bytearray((REAL / "bedrock" / "nova-micro-text.bin").read_bytes())
+    data[300] ^= 0xFF  # inside the third message: its CRC no longer holds
+    return bytes(data)
+
+
+def _kept(events) -> list[tuple]:
+    return [(e.type, e.event.index, getattr(e.event, "code", None),
+             getattr(e.event, "offset", None) if e.type == "frame.rejected" else None,
+             getattr(e.event, "detail", None) if e.type != "frame.received" else None)
+            for e in events if e.type in ("frame.received", "frame.rejected")] + [
+        (e.type, e.event.outcome, e.event.detail) for e in events
+        if e.type == "transport.drained"]
+
+
+@pytest.mark.parametrize(("name", "data", "code"), [
+    ("x.sse", _bad_utf8(), "invalid_utf8"), ("x.bin", _bad_crc(), "message_crc_mismatch")],
+    ids=["sse-bad-utf8", "eventstream-bad-crc"])
+def test_a_stream_turning_invalid_keeps_its_prefix_live_as_ingest_does(
+        name: str, data: bytes, code: str) -> None:
+    plan = plan_ingest(data, filename=name, attempt_id="x", trace_id="x",
+                       task=TaskRule.model_validate(TASK))
+    with EventStore("sqlite://") as store:
+        store.append(list(plan.events), blob_data=[plan.blob])
+        expected_events, expected = _kept(store.read()), decide_release(store.read(), "x")
+    assert (expected.status, expected.reasons) == ("held", (code,))
+    assert [e[0] for e in expected_events].count("frame.rejected") == 1
+    for chunk in (len(data), 5):
+        with Recorder("sqlite://") as rec:
+            attempt = rec.trace("t", task=TASK).attempt("x")
+            for start in range(0, len(data), chunk):
+                attempt.feed(data[start:start + chunk])  # never raises: the prefix is kept
+            attempt.drain()
+            assert _kept(rec.store.read(attempt_id="x")) == expected_events, chunk
+            got = attempt.decision()
+            assert (got.status, got.reasons) == (expected.status, expected.reasons)
+            segments = [e.event for e in rec.store.read(attempt_id="x")
+                        if e.type == "capture.segment"]
+            assert sum(s.size for s in segments) == len(data)  # every byte kept, unread
+            assert rec.store.verify().ok
+
+
+def test_invalid_bytes_before_any_frame_are_still_refused_live() -> None:
+    from tracestore.errors import WireError
+
+    with Recorder("sqlite://") as rec:
+        attempt = rec.trace("t", task=TASK).attempt("x", api="openai-chat")
+        with pytest.raises(WireError) as caught:
+            attempt.feed(b'data: {"x": "\xff"}\n\n')
+        assert caught.value.code == "invalid_utf8"
+        assert [e.type for e in rec.store.read(attempt_id="x")] == ["attempt.started"]
