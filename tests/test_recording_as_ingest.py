@@ -216,3 +216,48 @@ def test_invalid_bytes_before_any_frame_are_still_refused_live() -> None:
             attempt.feed(b'data: {"x": "\xff"}\n\n')
         assert caught.value.code == "invalid_utf8"
         assert [e.type for e in rec.store.read(attempt_id="x")] == ["attempt.started"]
+
+
+# -- seed 000's application frames, live as ingest judges them ---------------------------------
+SEED000 = FIXTURES / "seed000"
+
+
+def _seed000_cases() -> list[tuple[str, bytes]]:
+    good = (SEED000 / "replace-file.ndjson").read_bytes()
+    cases = [(p.stem, p.read_bytes()) for p in sorted(SEED000.glob("*.ndjson"))]
+    return cases + [("no-final-newline", good.rstrip(b"\n")),  # the done frame unterminated
+                    ("inside-the-done-frame", good[:-20])]
+
+
+@pytest.mark.parametrize(("case", "data"), _seed000_cases(),
+                         ids=[c for c, _ in _seed000_cases()])
+def test_application_frames_are_judged_live_as_ingest_judges_them(case: str, data: bytes) -> None:
+    """Seed 000's rules hold live: a frame that is not strict JSON keeps the frames before
+    it (``invalid_frame_json``), only a complete line is a frame (an unterminated ``done``
+    line is a ``truncated_frame``: no accepted answer), whatever the transport chunking."""
+    import json
+
+    from tracestore.ingest import Bindings
+
+    from test_contracts_seed000 import CONTRACT, binding
+
+    source = json.loads((FIXTURES / "contracts" / "seed000-rag.json").read_text())
+    plan = plan_ingest(data, filename="x.ndjson", attempt_id="x", trace_id="x",
+                       bindings=Bindings(CONTRACT, binding("replace-file")))
+    with EventStore("sqlite://") as store:
+        store.append(list(plan.events), blob_data=[plan.blob])
+        expected_events, expected = _kept(store.read()), decide_release(store.read(), "x")
+    for chunk in (len(data), 11):
+        with Recorder("sqlite://") as rec:
+            trace = rec.trace("t", contract=source, binding=binding("replace-file"))
+            attempt = trace.attempt("x", api="app-frames")
+            for start in range(0, len(data), chunk):
+                attempt.feed(data[start:start + chunk])
+            attempt.drain()
+            assert _kept(rec.store.read(attempt_id="x")) == expected_events, chunk
+            got = attempt.decision()
+            assert (got.status, got.reasons) == (expected.status, expected.reasons), chunk
+    if case in ("no-final-newline", "inside-the-done-frame"):
+        assert (expected.status, expected.reasons) == ("held", ("truncated_frame",))
+    if case == "malformed-frame-4":
+        assert (expected.status, expected.reasons) == ("held", ("invalid_frame_json",))

@@ -23,7 +23,7 @@ from typing import Any
 from tracestore.errors import AttemptClosedError, InputError, TracestoreError, WireError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
 from tracestore.providers.capture import (
-    DETECT_NATIVES, INVALID_BYTES, detect_provider, native_of, shape_vote,
+    DETECT_NATIVES, INVALID_BYTES, PARTIAL_PROVIDERS, detect_provider, native_of, shape_vote,
 )
 from tracestore.providers.error_body import MAX_ERROR_BODY_BYTES, whole_error_body
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
@@ -110,6 +110,7 @@ class LiveCapture:
         self._holding = False         # bytes held: they may be a whole-body JSON error
         self._invalid: WireError | None = None  # the fault that ended decoding (kept prefix)
         self.rejection: Rejection | None = None
+        self._ends_with_newline = False
         self._index = 0
         self._hash = hashlib.sha256()
         self.size = 0
@@ -182,6 +183,7 @@ class LiveCapture:
         self._hash.update(data)
         self.size += len(data)
         self._pending += data
+        self._ends_with_newline = data.endswith(b"\n") if data else self._ends_with_newline
         if self.rejection is not None:  # bytes after the fault: stored, never frames
             return FeedResult(self._cut(self._seg_start + len(self._pending)))
         if self._decoder is None:
@@ -256,7 +258,15 @@ class LiveCapture:
         return True
 
     def _emit(self, wire: list[Any], *, final: bool) -> FeedResult:
-        self._held.extend((frame, *native_of(frame)) for frame in wire)
+        for frame in wire:
+            try:
+                self._held.append((frame, *native_of(frame)))
+            except WireError as exc:
+                if not self._keeps_prefix_of(exc):
+                    raise
+                break
+        if final and self._invalid is None:
+            self._complete_lines_only()
         if self.api is None:
             try:
                 self._detect(final or self._invalid is not None)
@@ -274,6 +284,14 @@ class LiveCapture:
             self.rejection = Rejection(fault.code, fault.offset, self._index, fault.message)
             return FeedResult(self._cut(self._seg_start + len(self._pending)), frames,
                               self.rejection)
+        if final and self.truncation is not None and self.api in PARTIAL_PROVIDERS:
+            # Seed 000 keeps an application stream that ends inside a frame as invalid, with
+            # the seed's own code, as ingest records it.
+            cut = self.truncation
+            self.rejection = Rejection(cut.code, cut.offset, self._index,
+                                       "input ended inside a frame")
+            return FeedResult(self._cut(self._seg_start + len(self._pending)), frames,
+                              self.rejection)
         if frames:
             end = frames[-1].offset + frames[-1].length
             return FeedResult(self._cut(end), frames)
@@ -284,6 +302,34 @@ class LiveCapture:
             return FeedResult(self._cut(self._seg_start + len(self._pending)
                                         - self.max_frame_bytes))
         return FeedResult(None)
+
+    def _keeps_prefix_of(self, exc: WireError) -> bool:
+        """Seed 000 (as ingest): an application-frames stream keeps its frames before one
+        that is not strict JSON and is held ``invalid_frame_json``; other providers refuse."""
+        if not (self._held or self._index):
+            return False
+        if self.api is None:
+            try:
+                self._detect(True)
+            except InputError:
+                return False
+        if self.api not in PARTIAL_PROVIDERS:
+            return False
+        code = "invalid_frame_json" if exc.code == "invalid_json" else exc.code
+        self._invalid = WireError(exc.message, code=code, offset=exc.offset)
+        return True
+
+    def _complete_lines_only(self) -> None:
+        """Seed 000 (as ingest): only a complete line is an application frame."""
+        if self.framing != "ndjson" or self.truncation is not None or not self._held:
+            return
+        if self.api is None:
+            self._detect(True)
+        last = self._held[-1][0]
+        if self.api in PARTIAL_PROVIDERS and not self._ends_with_newline \
+                and last.offset + last.length == self.size:
+            self._held.pop()
+            self.truncation = Truncation(last.offset, last.length, "truncated_frame")
 
     def _detect(self, final: bool) -> None:
         pairs = [(name, native) for _, name, native in self._held[:DETECT_NATIVES]]
