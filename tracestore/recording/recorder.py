@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import threading
 import uuid
 from collections import OrderedDict
@@ -35,67 +34,21 @@ from tracestore.events import (
     trace_stream,
 )
 from tracestore.ingest import (
-    DRAIN_OUTCOMES, Bindings, binding_events, check_binding_conflicts, event_id,
+    DRAIN_OUTCOMES, binding_events, check_binding_conflicts, event_id,
 )
 from tracestore.projections.release import ReleaseDecision
-from tracestore.projections.semantics import validate_rule
 from tracestore.recording.decisions import DecisionPlanner, decide_attempt, record_decisions
 from tracestore.recording.writer import current_batch
 from tracestore.recording.evidence import APP_DESTINATIONS, destination_event
+from tracestore.recording.checks import (  # noqa: F401 - as_task_rule is imported from here
+    _bindings, _check_profile, _open_store, _request_settings, as_task_rule,
+)
 from tracestore.recording.stream import FeedResult, LiveCapture
 
 
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-def as_task_rule(task: TaskRule | Mapping[str, Any] | None) -> TaskRule | None:
-    """A task rule from a ``TaskRule`` or a plain dict; bad or unsafe rules are refused."""
-    if task is None:
-        return None
-    try:
-        rule = task if isinstance(task, TaskRule) else TaskRule.model_validate(task)
-    except ValueError as exc:
-        raise InputError(f"not a task rule: {str(exc).splitlines()[0]}",
-                         code="invalid_task") from exc
-    validate_rule(rule)
-    return rule
-
-
-def _bindings(contract: Any, binding: Mapping[str, Any] | None) -> Bindings | None:
-    """Check a contract and a request binding before anything is recorded."""
-    from tracestore.contracts.binding import context_of
-    from tracestore.contracts.model import Contract, load_contract
-
-    if contract is None and binding is None:
-        return None
-    loaded = contract if isinstance(contract, Contract) or contract is None \
-        else load_contract(contract)
-    plain = _request_settings(binding)
-    if plain is not None:
-        context_of(plain)
-    return Bindings(loaded, plain)
-
-
-def _check_profile(profile: str | None) -> None:
-    """A trace names a shipped profile or none: an unknown name would hold every answer
-    ``no_profile`` silently."""
-    from tracestore.projections.profiles import PROFILES
-
-    if profile is not None and profile not in PROFILES:
-        raise InputError(f"unknown profile {profile!r}; known: {', '.join(PROFILES)}",
-                         code="unknown_profile")
-
-
-def _request_settings(request: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if request is None:
-        return None
-    try:
-        return json.loads(json.dumps(dict(request)))  # JSON only: it is stored forever
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"request settings must be JSON values: {exc}",
-                         code="invalid_request") from exc
 
 
 class Recorder:
@@ -197,20 +150,6 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _open_store(cls: Any, db: str | None) -> Any:
-    try:
-        return cls(db)
-    except StoreError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the driver's own errors, at one boundary
-        from sqlalchemy.exc import SQLAlchemyError
-
-        if isinstance(exc, SQLAlchemyError):
-            raise StoreError(f"cannot open the event store: {getattr(exc, 'orig', exc)}",
-                             code="database_unavailable") from exc
-        raise
 
 
 class TraceRecorder:
