@@ -38,6 +38,8 @@ class Route:
     "Send a content-length body (the capture's size) instead of chunked transfer encoding."
     status: int = 200
     "The HTTP status (an error body is served with its provider's 4xx status)."
+    headers: dict[str, str] = field(default_factory=dict)
+    "More response headers (``retry-after-ms`` …)."
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".bin": "application/vnd.amazon.eventstream",
@@ -74,6 +76,8 @@ class CaptureServer:
                     return
                 self.send_response(route.status)
                 self.send_header("content-type", route.content_type)
+                for name, value in route.headers.items():
+                    self.send_header(name, value)
                 if route.content_length:
                     self.send_header("content-length", str(len(route.capture)))
                 else:

@@ -312,3 +312,51 @@ def test_a_sample_of_the_wild_corpus_is_recorded_live_as_ingest_says() -> None:
             if got != expected:
                 disagree.append((body, expected[:2], got[:2]))
     assert disagree == []
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_an_sdk_retrying_a_refused_stream_records_only_the_response_it_read(sdk: str) -> None:
+    """A 429 is retried by the SDK, which closes the error response unread and asks again:
+    nothing of those reached the application and nothing is recorded (no made-up Stop);
+    the last one, whose body the SDK read to raise its error, is the ``failed`` attempt."""
+    import httpx2
+
+    from capture_server import CaptureServer, route_for
+    from tracestore.recording.httpx_capture import RecordingTransport
+    from tracestore.recording.turn import current_turn
+
+    body = WILD / "http-error" / ("mira__authentication_error_stream-openai_gpt_4o_completions"
+                                  ".json" if sdk == "openai" else
+                                  "mira__authentication_error_stream-anthropic_claude_sonnet"
+                                  "_4_0.json")
+    route = "/v1/chat/completions" if sdk == "openai" else "/v1/messages"
+    with CaptureServer() as server, Recorder("sqlite://") as rec:
+        server.routes[route] = route_for(body, status=429, headers={"retry-after-ms": "1"})
+        transport = RecordingTransport()
+        msg = [{"role": "user", "content": "x"}]
+        with rec.turn("t", task=TASK) as turn:
+            with pytest.raises(Exception) as caught:  # noqa: B017 - the SDK's own error
+                if sdk == "openai":
+                    import openai
+
+                    client = openai.OpenAI(api_key="t", base_url=f"{server.url}/v1",
+                                           max_retries=2,
+                                           http_client=httpx2.Client(transport=transport))
+                    client.chat.completions.create(model="m", stream=True, messages=msg)
+                else:
+                    import anthropic
+
+                    client = anthropic.Anthropic(api_key="t", base_url=server.url,
+                                                 max_retries=2,
+                                                 http_client=httpx2.Client(transport=transport))
+                    client.messages.create(model="m", max_tokens=9, stream=True, messages=msg)
+            assert current_turn() is turn
+        assert type(caught.value).__name__ == "RateLimitError"
+        assert len([r for r in server.requests if r[0] == route]) == 3
+        transport.flush()
+        (attempt,) = transport.attempts
+        assert [h.attempt_id for h in turn.attempts] == [attempt.attempt_id]
+        got = attempt.decision()
+        assert (got.status, got.reasons) == ("failed", ("native_failure",))
+        types = [e.type for e in rec.store.read(trace_id="t")]
+        assert types.count("attempt.started") == 1 and "local.stopped" not in types

@@ -39,8 +39,11 @@ class BodyAttempt:
 
     def __init__(self, owner: BodyRecording, api: str, framing: str | None,
                  settings: dict[str, Any] | Callable[[], dict[str, Any]],
-                 expected_size: int | None | Callable[[], int | None] = None) -> None:
+                 expected_size: int | None | Callable[[], int | None] = None,
+                 refusal: bool = False) -> None:
         self.owner, self.api, self.framing = owner, api, framing
+        self.refusal = refusal
+        "An error response (HTTP 4xx/5xx, not a stream) to a streamed request."
         self.settings = settings
         "The request settings, or how to read them: read by the writer when it opens the "
         "attempt, never in the application's thread before its first byte."
@@ -192,6 +195,10 @@ class BodyAttempt:
         ended it, so no Stop either — the drain the bytes show (``eof``, naming the marker,
         as ``ingest`` of the same bytes says), with the same note.  Before both: a Stop and
         drain ``eof``."""
+        if self.refusal and size == 0:
+            self._abandon()
+            return
+
         def unread() -> str:
             expected = self.expected_size
             if expected is not None:
@@ -199,17 +206,33 @@ class BodyAttempt:
             return "body bytes unread not known (chunked body: at least its last chunk)"
 
         def stop() -> None:
-            if self._ending() is None:
+            if self._ending() is None and not self.refusal:  # an error body is no answer
                 self.recorder.stop(by="application")
 
         def drain() -> None:
             ending = self._ending()
             if ending is not None:
                 self.recorder.drain(note=f"{how.format(ending)}; {unread()}")
+            elif self.refusal:
+                self.recorder.drain("eof", how.format("before the end of the error body"))
             else:
                 self.recorder.drain("eof", how.format("before the native terminal"))
 
         self._end(stop, drain)
+
+    def _abandon(self) -> None:
+        """An error response closed before a byte of it was read (an SDK retrying a 429 or
+        a 5xx closes it unread, then sends the request again): nothing of it reached the
+        application and there is no evidence to keep — nothing is recorded, as ``ingest``
+        refuses an empty input.  The response leaves its turn's attempts."""
+        with self.owner.state_lock:
+            if self.closing:
+                return
+            self.closing = self.finished = True
+            self.owner.live.discard(self)
+            turn = getattr(self.handle, "turn", None)
+            if turn is not None and self.handle in turn.attempts:
+                turn.attempts.remove(self.handle)
 
     def _ending(self) -> str | None:
         """How the bytes recorded so far end the stream as its dialect ends it: "after the
