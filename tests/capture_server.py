@@ -36,6 +36,10 @@ class Route:
     "Send one chunk per SSE event (each ends at a blank line), ``chunk`` ignored."
     content_length: bool = False
     "Send a content-length body (the capture's size) instead of chunked transfer encoding."
+    status: int = 200
+    "The HTTP status (an error body is served with its provider's 4xx status)."
+    headers: dict[str, str] = field(default_factory=dict)
+    "More response headers (``retry-after-ms`` …)."
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".bin": "application/vnd.amazon.eventstream",
@@ -70,8 +74,10 @@ class CaptureServer:
                 if route is None:
                     self.send_error(404)
                     return
-                self.send_response(200)
+                self.send_response(route.status)
                 self.send_header("content-type", route.content_type)
+                for name, value in route.headers.items():
+                    self.send_header(name, value)
                 if route.content_length:
                     self.send_header("content-length", str(len(route.capture)))
                 else:

@@ -357,3 +357,126 @@ def test_a_released_answer_that_never_reached_history_is_a_named_violation() -> 
     only_ui = scenario({**ui, "attempt": "first", "text": "Paris."}, ui,
                        destinations="application")
     assert audit(only_ui).violations == ()  # a log of ui writes says nothing of history
+
+
+# --- seed 003: export/copy a profile requires, duplicates, and the review's actual fields ---
+
+EVERY = "bedrock-converse-text-every-destination"
+HISTORY_WHY = ("required by seed 003: one matching history entry; the application records "
+               "its history writes")
+EVERY_WHY = f"required by profile {EVERY}"
+
+
+def _seed003(*writes: tuple[str, str, str], profile: str | None = None) -> list[Any]:
+    """Two attempts of one turn (``first`` released, then its retry released) and the
+    application's own writes ``(destination, attempt, text)``."""
+    from tracestore.replay import parse_scenario, preview_replay
+
+    from test_verdicts_retry import BR, TASK, answer
+
+    steps = [{"open": "r1", "attempt": "first", "api": BR}, *answer("r1", "Paris."),
+             {"open": "r2", "attempt": "retry", "api": BR, "retry_of": "first"},
+             *answer("r2", "It is Paris."),
+             *({"destination": d, "attempt": a, "text": t} for d, a, t in writes)]
+    scenario = {"trace": "turn", "task": TASK, "steps": steps, "destinations": "application"}
+    if profile is not None:
+        scenario["profile"] = profile
+    return preview_replay(parse_scenario(scenario))[1]
+
+
+def _violations(events: list[Any]) -> list[tuple[str, str, str, int, str]]:
+    from tracestore.projections import audit
+
+    return [(v.code, v.attempt_id, v.destination, v.position, v.message)
+            for v in audit(events).violations]
+
+
+def _review_fields(events: list[Any], attempt: str = "retry") -> tuple[str, str]:
+    """The application record's ``actual_destinations`` and the trace review's
+    ``accepted_destinations``, as rendered."""
+    from tracestore.review import fill_record, load_template
+
+    def value(template: str, name: str) -> str:
+        record = fill_record(load_template(template), events, attempt, version="")
+        return next(f.value for f in record.fields if f.name == name)
+
+    return (value("application-record", "actual_destinations"),
+            value("trace-review", "accepted_destinations"))
+
+
+RETRY = "It is Paris."
+
+
+def test_the_review_says_which_required_destination_the_answer_never_reached() -> None:
+    events = _seed003(("history", "first", "Paris."), ("ui", "retry", RETRY))
+    assert _violations(events) == [(
+        "missing_destination_write", "retry", "history", 15,
+        f"the released answer never reached history ({HISTORY_WHY})")]
+    actual, accepted = _review_fields(events)
+    tail = (f"ui #19 — written by: application; history: MISSING ({HISTORY_WHY}); audit: 1 "
+            "violation: missing_destination_write (history) at #15")
+    assert actual == f"Actual: {tail}"
+    assert accepted == ("Expected: the released answer once each in ui, history, export and "
+                        f"copy; actual: {tail}")
+
+
+def test_a_profile_requiring_export_and_copy_names_each_one_the_answer_never_reached() -> None:
+    from tracestore.projections import decide_release
+
+    events = _seed003(("ui", "retry", RETRY), ("history", "retry", RETRY), profile=EVERY)
+    assert _violations(events) == [
+        ("missing_destination_write", "retry", d, 15,
+         f"the released answer never reached {d} ({EVERY_WHY})") for d in ("export", "copy")]
+    actual, _ = _review_fields(events)
+    assert actual == (
+        f"Actual: ui #18, history #19 — written by: application; export: MISSING ({EVERY_WHY})"
+        f"; copy: MISSING ({EVERY_WHY}); audit: 2 violations: missing_destination_write "
+        "(export) at #15, missing_destination_write (copy) at #15")
+    # The profile requires; it judges the answer exactly as the profile it is a twin of.
+    plain = _seed003(("ui", "retry", RETRY), ("history", "retry", RETRY))
+    assert [(d.status, d.reasons, d.answer) for d in
+            (decide_release(events, "retry"), decide_release(plain, "retry"))] == [
+        ("released", ("normal_native_ending", "clean_drain", "semantic_accepted"), RETRY)] * 2
+    assert _violations(plain) == []  # without the profile, export and copy are not owed
+
+
+def test_a_profile_requiring_every_destination_owes_history_after_ui_only_writes() -> None:
+    events = _seed003(("ui", "retry", RETRY), profile=EVERY)
+    assert [(v[0], v[2]) for v in _violations(events)] == [
+        ("missing_destination_write", "history"), ("missing_destination_write", "export"),
+        ("missing_destination_write", "copy")]
+    every = _seed003(*((d, "retry", RETRY) for d in ("ui", "history", "export", "copy")),
+                     profile=EVERY)
+    assert _violations(every) == []
+    actual, _ = _review_fields(every)
+    assert actual == ("Actual: ui #18, history #19, export #20, copy #21 — written by: "
+                      "application; audit: no violations")
+
+
+def test_an_answer_written_twice_to_history_or_copy_is_named_and_the_review_says_so() -> None:
+    events = _seed003(*((d, "retry", RETRY) for d in
+                        ("ui", "history", "history", "export", "copy", "copy")), profile=EVERY)
+    assert [(v[0], v[2], v[3]) for v in _violations(events)] == [
+        ("duplicate_history_entry", "history", 20), ("repeated_destination_write", "copy", 23)]
+    actual, _ = _review_fields(events)
+    assert actual == (
+        "Actual: ui #18, history #19, history #20, export #21, copy #22, copy #23 — written "
+        "by: application; history: WRITTEN AGAIN at #20 (once expected); copy: WRITTEN AGAIN "
+        "at #23 (once expected); audit: 2 violations: duplicate_history_entry (history) at "
+        "#20, repeated_destination_write (copy) at #23")
+
+
+def test_every_destination_profiles_are_twins_of_the_text_profiles_and_never_defaults() -> None:
+    from dataclasses import replace
+
+    from tracestore.projections.profiles import DEFAULT_PROFILE_FOR_API, PROFILES
+
+    twins = {n: p for n, p in PROFILES.items() if n.endswith("-every-destination")}
+    assert sorted(twins) == sorted(f"{n}-every-destination" for n in (
+        "openai-responses-text", "bedrock-converse-text", "anthropic-messages-text",
+        "openai-chat-text", "xai-text", "gemini-text", "ollama-text"))
+    for name, twin in twins.items():
+        base = PROFILES[name.removesuffix("-every-destination")]
+        assert twin.required_destinations == ("ui", "history", "export", "copy")
+        assert replace(twin, name=base.name, required_destinations=()) == base
+    assert not set(twins) & set(DEFAULT_PROFILE_FOR_API.values())

@@ -374,3 +374,13 @@ def test_importing_tracestore_does_not_load_the_store() -> None:
     code = ("import sys, tracestore; assert 'sqlalchemy' not in sys.modules; "
             "from tracestore import Recorder; assert Recorder.__name__ == 'Recorder'")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_trace_naming_an_unknown_profile_is_refused_and_nothing_is_written(
+        rec: Recorder) -> None:
+    with pytest.raises(InputError) as caught:
+        rec.trace("t", profile="openai-chat-txt", task={"answer_patterns": ["."]})
+    assert caught.value.code == "unknown_profile"
+    assert rec.store.read() == []
+    trace = rec.trace("t", profile="openai-chat-text-every-destination")
+    assert trace.trace_id == "t" and len(rec.store.read()) == 1

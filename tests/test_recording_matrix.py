@@ -2,16 +2,20 @@
 replaying real captures byte for byte.
 
 * every real capture with a matching SDK route, read to the end through that SDK: the same
-  frames, drain outcome and decision as ``ingest`` of the file;
+  frames, drain (outcome, and the detail the bytes show) and decision as ``ingest`` of the
+  file;
 * each SDK API × pattern (full read, full read then close, ``with`` block, early break +
   close, early break without close, an exception of the app inside its loop, the server
-  dropping the connection mid-body, a retry in a second thread while the first delivers).
+  dropping the connection mid-body, a retry in a second thread while the first delivers);
+* the same patterns with each asyncio client and async stream helper (``async with``, a
+  retry in a second task).
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -31,6 +35,9 @@ from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
 REAL = FIXTURES / "real"
+#: A Chat Completions stream that ends with ``data: [DONE]`` and no ``finish_reason``
+#: (Snowflake's OpenAI-compatible endpoint, recorded by pydantic-ai: fixtures/wild).
+DONE_ONLY = FIXTURES / "wild" / "other-compatible" / "pyd__snowflake_model_streaming.sse"
 TASK = {"answer_patterns": ["."]}
 MSG = [{"role": "user", "content": "x"}]
 GEMINI_PATH = "gemini-2.0-flash:streamGenerateContent"  # matched as a suffix
@@ -159,7 +166,7 @@ def _sse(folder: str) -> tuple[Path, ...]:
     return tuple(sorted((REAL / folder).glob("*.sse")))
 
 
-CHAT = _sse("openai-chat")
+CHAT = (*_sse("openai-chat"), DONE_ONLY)
 RESPONSES = _sse("openai-responses")
 ANTHROPIC = _sse("anthropic")
 GEMINI = tuple(p for p in _sse("gemini"))
@@ -226,10 +233,22 @@ def ingested(path: Path):
                        task=TaskRule.model_validate(TASK))
     frames = [(e.event.index, e.event.native, e.event.kinds, e.event.offset)
               for e in plan.events if isinstance(e.event, FrameReceived)]
-    drain = next(e.event.outcome for e in plan.events if e.event.type == "transport.drained")
+    drained = next(e.event for e in plan.events if e.event.type == "transport.drained")
     with EventStore("sqlite://") as store:
         store.append(list(plan.events), blob_data=[plan.blob])
-        return frames, drain, decide_release(store.read(), "x")
+        return frames, (drained.outcome, drained.detail), decide_release(store.read(), "x")
+
+
+#: What a live drain adds to the detail the bytes show: how the application ended the body.
+APP_NOTE = re.compile(r"(?:^|; )(?:closed by the application|the application dropped the "
+                      r"response) (?:after the native terminal|after the dialect's end "
+                      r"marker \[DONE\])(?: \(garbage-collected\))?; (?:\d+ body bytes unread"
+                      r"|body bytes unread not known \(chunked body: at least its last chunk\))$")
+
+
+def bytes_detail(detail: str | None) -> str | None:
+    """A live drain's detail without the application's note: what the bytes show."""
+    return APP_NOTE.sub("", detail or "") or None
 
 
 def drain_of(rec: Recorder, attempt_id: str):
@@ -252,7 +271,8 @@ def assert_as_ingested(rec: Recorder, attempt: Any, capture: Path) -> None:
     got = attempt.decision()
     assert (got.status, got.reasons, got.answer) == (expected.status, expected.reasons,
                                                      expected.answer)
-    assert drain_of(rec, attempt.attempt_id).outcome == drain
+    drained = drain_of(rec, attempt.attempt_id)
+    assert (drained.outcome, bytes_detail(drained.detail)) == drain
     assert "local.stopped" not in [e.type for e in rec.store.read(attempt_id=attempt.attempt_id)]
 
 
@@ -274,6 +294,33 @@ def test_a_full_read_is_what_ingest_of_the_capture_says(rec, server, api, captur
     close()
     (attempt,) = session.attempts()
     assert_as_ingested(rec, attempt, capture)
+
+
+@pytest.mark.parametrize("content_length", [False, True], ids=["chunked", "content-length"])
+def test_done_without_finish_reason_is_what_ingest_says_not_a_stop(
+        rec, server, content_length) -> None:
+    """openai's iterator stops at ``[DONE]`` and closes the response: with no finish_reason
+    before it that is the provider's own end of the stream, not the user's Stop — the drain
+    names the marker exactly as ``ingest`` of the bytes does, and the decision is ingest's."""
+    server.routes["/v1/chat/completions"] = route_for(DONE_ONLY, by_event=True,
+                                                      content_length=content_length)
+    session = Session(rec, server)
+    stream, close = _chat(server, session.transport)
+    text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    close()
+    (attempt,) = session.attempts()
+    assert text == "4"
+    _, (outcome, detail), expected = ingested(DONE_ONLY)
+    assert (outcome, detail) == ("eof", "the dialect's end marker [DONE] arrived (frame 3 at "
+                                 "byte 950) but no native terminal (finish_reason) came")
+    got = attempt.decision()
+    assert (got.status, got.reasons) == (expected.status, expected.reasons)
+    assert got.status == "interrupted"
+    unread = "0 body bytes unread" if content_length else \
+        "body bytes unread not known (chunked body: at least its last chunk)"
+    assert drain_of(rec, attempt.attempt_id).detail == (
+        f"{detail}; closed by the application after the dialect's end marker [DONE]; {unread}")
+    assert "local.stopped" not in [e.type for e in rec.store.read(attempt_id=attempt.attempt_id)]
 
 
 # -- the patterns -------------------------------------------------------------------------
@@ -300,7 +347,8 @@ def test_full_read_then_close_and_with_block_are_clean(rec, server, api) -> None
     assert_as_ingested(rec, first, capture)
     frames, drain, _ = ingested(capture)
     assert frames_of(rec, second.attempt_id) == frames
-    assert drain_of(rec, second.attempt_id).outcome == drain == "clean"
+    drained = drain_of(rec, second.attempt_id)
+    assert (drained.outcome, bytes_detail(drained.detail)) == drain == ("clean", None)
 
 
 class _closing:
@@ -451,29 +499,159 @@ async def _async_stream(api: str, server, transport):
         model="gemini-2.0-flash", contents="x")
 
 
-ASYNC = ["openai-chat", "openai-responses", "anthropic-messages", "gemini"]
+def _async_manager(api: str, server, transport):
+    """An async stream helper's manager (``async with … as stream``)."""
+    if api == "openai-chat-stream-helper":
+        return _openai(server, transport, True).chat.completions.stream(model="m",
+                                                                        messages=MSG)
+    if api == "openai-responses-stream-helper":
+        return _openai(server, transport, True).responses.stream(model="m", input="x")
+    return _anthropic(server, transport, True).messages.stream(model="m", max_tokens=9,
+                                                               messages=MSG)
+
+
+async def _astart(api: str, server, transport):
+    """(async iterable, async close) for one async SDK API; a helper's manager entered."""
+    if api.endswith("-stream-helper"):
+        manager = _async_manager(api, server, transport)
+        stream = await manager.__aenter__()
+        return stream, lambda: manager.__aexit__(None, None, None)
+    stream = await _async_stream(api, server, transport)
+    return stream, (stream.aclose if hasattr(stream, "aclose") else stream.close)
+
+
+async def _aread_all(stream) -> None:
+    try:
+        async for _ in stream:
+            pass
+    except Exception:  # noqa: BLE001 - as read_all
+        pass
+
+
+ASYNC = ["openai-chat", "openai-chat-stream-helper", "openai-responses",
+         "openai-responses-stream-helper", "anthropic-messages",
+         "anthropic-messages-stream-helper", "gemini"]
 ROUTES = {a.name: a.route for a in APIS}
 
 
 @pytest.mark.parametrize("api", ASYNC)
-def test_async_full_read_and_early_break(rec, server, api) -> None:
-    capture = TEXT[api]
-    transport = AsyncRecordingTransport(rec.trace("q", task=TASK))
+def test_async_patterns(rec, server, api) -> None:
+    """Every pattern with the asyncio client, in one event loop: full read then close, an
+    ``async with`` block, early break + close, early break without close (collected), an
+    exception of the app inside its loop, the server dropping mid-body, and a retry in a
+    second task while the first still delivers."""
+    base = api.replace("-stream-helper", "")
+    capture, route_path, helper = TEXT[base], ROUTES[api], api.endswith("-stream-helper")
+    traces = iter(range(100))
+    transport = AsyncRecordingTransport(lambda: rec.trace(f"q{next(traces)}", task=TASK))
+    got: dict[str, Any] = {}
+
+    def last(name: str) -> None:
+        transport.flush()
+        got[name] = transport.attempts[-1]
+
+    def held():
+        route = server.routes[route_path] = route_for(capture, chunk=256,
+                                                      hold_at=_half(capture))
+        return route
 
     async def main() -> None:
-        server.routes[ROUTES[api]] = route_for(capture, chunk=512)
-        async for _ in await _async_stream(api, server, transport):
-            pass
-        route = server.routes[ROUTES[api]] = route_for(capture, chunk=256,
-                                                      hold_at=_half(capture))
-        stream = await _async_stream(api, server, transport)
+        server.routes[route_path] = route_for(capture, chunk=512)
+        stream, close = await _astart(api, server, transport)
+        await _aread_all(stream)
+        await close()
+        await close()  # closing twice is the app's business, recorded once
+        last("full")
+        stream, close = await _astart(api, server, transport)
+        try:
+            if not helper and hasattr(stream, "__aenter__"):
+                async with stream:
+                    await _aread_all(stream)
+            else:
+                await _aread_all(stream)
+        finally:
+            await close()
+        last("with")
+        route = held()
+        stream, close = await _astart(api, server, transport)
         async for _ in stream:
             break
-        await stream.aclose() if hasattr(stream, "aclose") else await stream.close()
+        await close()
         route.release.set()
+        last("break-close")
+        for pattern in ("break-no-close", "app-raises"):
+            if helper and pattern == "break-no-close":
+                continue  # a helper is used in `async with`, which closes
+            route = held()
+            stream, close = await _astart(api, server, transport)
+            try:
+                async for _ in stream:
+                    if pattern == "app-raises":
+                        raise LookupError("the application's own bug")
+                    break
+            except LookupError:
+                pass
+            if helper:
+                await close()  # `async with` closes on the exception
+            del stream, close
+            for _ in range(3):  # the loop finalizes the abandoned async generators
+                await asyncio.sleep(0)
+            gc.collect()
+            route.release.set()
+            last(pattern)
+        server.routes[route_path] = route_for(capture, chunk=256, drop_after=_half(capture))
+        stream, close = await _astart(api, server, transport)
+        with pytest.raises(Exception):  # noqa: B017 - each SDK names the broken read its way
+            async for _ in stream:
+                pass
+        await close()
+        last("drop")
+
+    asyncio.run(main())
+    assert_as_ingested(rec, got["full"], capture)
+    frames, drain, _ = ingested(capture)
+    assert frames_of(rec, got["with"].attempt_id) == frames
+    drained = drain_of(rec, got["with"].attempt_id)
+    assert (drained.outcome, bytes_detail(drained.detail)) == drain == ("clean", None)
+    for pattern in ("break-close", "break-no-close", "app-raises"):
+        if pattern in got:
+            _assert_stopped(rec, got[pattern], capture)
+    assert got["drop"].decision().status == "interrupted"
+    assert drain_of(rec, got["drop"].attempt_id).outcome == "reset"
+    patterns = {"full", "with", "break-close", "app-raises", "drop"} | (
+        set() if helper else {"break-no-close"})
+    assert set(got) == patterns
+    assert len({a.attempt_id for a in got.values()}) == len(got)  # one attempt each
+
+
+@pytest.mark.parametrize("api", ASYNC)
+def test_async_retry_in_a_second_task_while_the_first_delivers_supersedes_it(
+        rec, server, api) -> None:
+    capture, route_path = TEXT[api.replace("-stream-helper", "")], ROUTES[api]
+    transport = AsyncRecordingTransport(rec.trace("q", task=TASK))
+    route = server.routes[route_path] = route_for(capture, chunk=256, hold_at=_half(capture))
+
+    async def old_reader() -> None:
+        stream, close = await _astart(api, server, transport)
+        await _aread_all(stream)
+        await close()
+
+    async def new_reader() -> None:
+        assert await asyncio.to_thread(route.reached.wait, 20)  # the old one is mid-body
+        server.routes[route_path] = route_for(capture, chunk=4096)
+        stream, close = await _astart(api, server, transport)
+        await _aread_all(stream)
+        await close()
+        route.release.set()  # the old body goes on only after the retry has finished
+
+    async def main() -> None:
+        await asyncio.wait_for(asyncio.gather(old_reader(), new_reader()), 60)
 
     asyncio.run(main())
     transport.flush()
-    full, stopped = transport.attempts
-    assert_as_ingested(rec, full, capture)
-    _assert_stopped(rec, stopped, capture)
+    old, new = transport.attempts
+    started = [e.event for e in rec.store.read(attempt_id=new.attempt_id)
+               if e.type == "attempt.started"]
+    assert started[0].retry_of == old.attempt_id
+    assert old.decision().status == "superseded"
+    assert_as_ingested(rec, new, capture)

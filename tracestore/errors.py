@@ -121,3 +121,15 @@ class RecordingScopeError(InputError):
     object no recording transport produced).  Nothing is written."""
 
     code = "recording_scope"
+
+
+# issue 18: a recording call on an attempt (or through a recorder) that has ended.
+class AttemptClosedError(InputError):
+    """A recording call the attempt can no longer take: ``attempt_closed`` (a feed, Stop or
+    drain after the attempt drained: its bytes and its ending are final) or
+    ``recorder_closed`` (any recording call through a ``Recorder`` that was closed, or an
+    attempt handle of one).  Raised before anything is appended: nothing is written.  A
+    destination write or readback after the drain is not this error — an answer is written
+    to its destinations after it is released."""
+
+    code = "attempt_closed"

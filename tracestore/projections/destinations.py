@@ -316,20 +316,48 @@ def _fragments(view: AttemptView) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-#: Destinations a released answer must reach when the application records its own writes
-#: (seed 003: "one answer and one matching history entry" after release).
+#: Seed 003's baseline: "one answer and one matching history entry" after release — owed
+#: once the turn's application records its own history writes.
 REQUIRED_DESTINATIONS: Final = ("history",)
+
+
+def profile_requires(profile: str | None) -> tuple[str, ...]:
+    """The destinations a trace's profile requires the released answer to reach."""
+    from tracestore.projections.profiles import PROFILES
+
+    found = PROFILES.get(profile or "")
+    return found.required_destinations if found is not None else ()
+
+
+def owed_destinations(profile: str | None, recorded: set[str]) -> dict[str, str]:
+    """What the turn's released answer owes, given the destinations its application records
+    writes to (``recorded``: empty when it records none): destination → why (the words the
+    audit and the review use).  The profile's required destinations once any application
+    write of the turn is recorded; history (seed 003) once a history write is."""
+    owed: dict[str, str] = {}
+    required = profile_requires(profile)
+    for destination in ANSWER_DESTINATIONS:
+        if recorded and destination in required:
+            owed[destination] = f"required by profile {profile}"
+        elif destination in REQUIRED_DESTINATIONS and destination in recorded:
+            owed[destination] = ("required by seed 003: one matching history entry; the "
+                                 "application records its history writes")
+    return owed
 
 
 def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
                               judged: Mapping[str, _Judged], owners: _Owners
                               ) -> list[Violation]:
-    """Issue 19 (seed 003): when a trace's application records its own writes to a required
-    destination (any attempt of the turn), a released answer of that trace that never
-    reached it is a violation, named at the release position (a second write is already
-    ``duplicate_history_entry``).  A log recording only ui writes says nothing of history."""
-    recording = {(judged[w.attempt_id].view.trace_id, w.destination) for _, w in writes
-                 if w.source == "application"}
+    """Issue 19 (seed 003): when a trace's application records its own writes, the turn's
+    released answer owes every destination ``owed_destinations`` names; one it never reached
+    is a violation, named at the release position (a second history write is already
+    ``duplicate_history_entry``, a second export/copy ``repeated_destination_write``).  A
+    log recording only ui writes owes history nothing — unless the trace's profile requires
+    it (``<profile>-every-destination``: ui, history, export and copy)."""
+    recording: dict[str, set[str]] = {}
+    for _, w in writes:
+        if w.source == "application":
+            recording.setdefault(judged[w.attempt_id].view.trace_id, set()).add(w.destination)
     written = {(_owner_of_text(w, judged, owners), w.destination) for _, w in writes}
     # The turn's answer is its last released attempt: one released earlier and then
     # regenerated (a retry released after it) owes history nothing — seed 003 keeps one
@@ -344,12 +372,11 @@ def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
         d = j.decision
         if d.status != R.RELEASED or last[j.view.trace_id][1] != attempt_id:
             continue
-        for destination in REQUIRED_DESTINATIONS:
-            if (j.view.trace_id, destination) in recording and \
-                    (attempt_id, destination) not in written:
+        owed = owed_destinations(j.view.profile, recording.get(j.view.trace_id, set()))
+        for destination, why in owed.items():
+            if (attempt_id, destination) not in written:
                 found.append(Violation(
                     R.MISSING_DESTINATION_WRITE, attempt_id, destination,
                     d.decided_at_position or 0,
-                    f"the released answer never reached {destination} (the application "
-                    "records its own writes)"))
+                    f"the released answer never reached {destination} ({why})"))
     return found

@@ -13,7 +13,7 @@ translates them): anything no rule matches is an *unknown* ending and is held fo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Literal
 
@@ -78,6 +78,12 @@ class Profile:
     (re-judged against the trace's contract, never trusted)."""
     reason_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     "Generic reason code → the name this profile's source uses for the same fact."
+    required_destinations: tuple[str, ...] = ()
+    """Destinations (ui, history, export, copy) the turn's released answer must reach,
+    once each, whenever the application records its own destination writes for the turn
+    (issue 19, seed 003): the audit names a missing one ``missing_destination_write``.
+    History is owed without it once the application records history writes (seed 003's
+    "one matching history entry"); see ``projections/destinations.py``."""
 
     def reason(self, code: str) -> str:
         return self.reason_names.get(code, code)
@@ -197,13 +203,27 @@ FAQ_ENDPOINT = Profile(
     reason_names=MappingProxyType({"native_failure": "endpoint_error"}),
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (
+_BASE_PROFILES = (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
     XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED, FAQ_ENDPOINT,
-)}
+)
+
+#: Issue 19, seed 003's whole destination policy: "on release the answer goes to the UI,
+#: ONE history entry, export and copy — once".  Each one-text-answer profile has a twin,
+#: ``<name>-every-destination``, that a trace names (``TraceOpened.profile``) when its
+#: application must deliver the released answer to all four: the same verdicts, and the
+#: audit names every one the answer never reached.
+EVERY_DESTINATION: tuple[str, ...] = ("ui", "history", "export", "copy")
+EVERY_DESTINATION_SUFFIX = "-every-destination"
+_DELIVERY_PROFILES = tuple(
+    replace(p, name=f"{p.name}{EVERY_DESTINATION_SUFFIX}",
+            required_destinations=EVERY_DESTINATION)
+    for p in _BASE_PROFILES if not (p.structured or p.envelope_frames))
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (*_BASE_PROFILES, *_DELIVERY_PROFILES)}
 
 #: The profile an attempt gets when its trace names none.
-DEFAULT_PROFILE_FOR_API: dict[str, str] = {p.api: p.name for p in PROFILES.values()}
+DEFAULT_PROFILE_FOR_API: dict[str, str] = {p.api: p.name for p in _BASE_PROFILES}
 
 
 def profile_for(api: str, trace_profile: str | None = None) -> Profile | None:

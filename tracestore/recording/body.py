@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tracestore.errors import TracestoreError
+from tracestore.errors import RecordingScopeError, TracestoreError
+from tracestore.recording.turn import AttemptHandle, current_turn
 
 # The writer thread (queue, batching, pauses) is in ``writer``; its bounds are importable
 # from here as before.
@@ -37,10 +38,17 @@ class BodyAttempt:
     """
 
     def __init__(self, owner: BodyRecording, api: str, framing: str | None,
-                 settings: dict[str, Any], expected_size: int | None = None) -> None:
-        self.owner, self.api, self.framing, self.settings = owner, api, framing, settings
-        self.expected_size = expected_size
-        "The body's length when the response said it (content-length), else None."
+                 settings: dict[str, Any] | Callable[[], dict[str, Any]],
+                 expected_size: int | None | Callable[[], int | None] = None,
+                 refusal: bool = False) -> None:
+        self.owner, self.api, self.framing = owner, api, framing
+        self.refusal = refusal
+        "An error response (HTTP 4xx/5xx, not a stream) to a streamed request."
+        self.settings = settings
+        "The request settings, or how to read them: read by the writer when it opens the "
+        "attempt, never in the application's thread before its first byte."
+        self._expected_size = expected_size
+        "The body's length when the response said it (content-length), or how to read it."
         self.received_bytes = 0
         self.recorder: Any = None
         self.pending: bytes | None = None
@@ -49,6 +57,14 @@ class BodyAttempt:
         self.dead = False
         self.handle, self.retry_of = owner.assign(self)
         "This response's attempt (``turn.AttemptHandle``), fixed in the app's own context."
+
+    @property
+    def expected_size(self) -> int | None:
+        """The body's length when the response said it (content-length), else None; read
+        from the headers when first needed (by the writer, at the body's end)."""
+        if callable(self._expected_size):
+            self._expected_size = self._expected_size()
+        return self._expected_size
 
     def _guard(self, action: Callable[[], Any]) -> None:
         if self.dead:
@@ -65,6 +81,8 @@ class BodyAttempt:
             trace = self.handle.trace
             retry_of = self.retry_of if self.owner.was_opened(self.retry_of) \
                 else self.owner.previous(trace)
+            if callable(self.settings):
+                self.settings = self.settings()
             self.recorder = trace.attempt(self.handle.attempt_id, api=self.api,
                                           framing=self.framing, retry_of=retry_of,
                                           request=self.settings)
@@ -152,8 +170,7 @@ class BodyAttempt:
         """The application closed the body before reading it to its end: after the native
         terminal that is the stream's end as the SDK ends it (a clean drain), before it the
         user's Stop at the last byte received."""
-        self._closed_at(self.received_bytes, "closed by the application {} the native "
-                        "terminal")
+        self._closed_at(self.received_bytes, "closed by the application {}")
 
     def watch(self, body: object) -> None:
         """Record ``dropped`` when the application lets ``body`` go without closing it."""
@@ -168,32 +185,65 @@ class BodyAttempt:
             return
         size = self.received_bytes
         self.owner.later(lambda: self._closed_at(
-            size, "the application dropped the response without closing it, {} the native "
-                  "terminal (garbage-collected)"))
+            size, "the application dropped the response without closing it, {} "
+                  "(garbage-collected)"))
 
     def _closed_at(self, size: int, how: str) -> None:
-        """The body ended unread at byte ``size``: a clean drain naming ``how`` and the bytes
-        left unread when the native terminal had arrived, else a Stop and drain ``eof``."""
-        if self.expected_size is not None:
-            unread = f"{max(self.expected_size - size, 0)} body bytes unread"
-        else:
-            unread = "body bytes unread not known (chunked body: at least its last chunk)"
+        """The body ended unread at byte ``size``.  After the native terminal: the drain the
+        bytes show, noting ``how`` and the bytes left unread.  After the dialect's end marker
+        (``[DONE]``) with no native terminal: the SDK ended the stream where the provider
+        ended it, so no Stop either — the drain the bytes show (``eof``, naming the marker,
+        as ``ingest`` of the same bytes says), with the same note.  Before both: a Stop and
+        drain ``eof``."""
+        if self.refusal and size == 0:
+            self._abandon()
+            return
+
+        def unread() -> str:
+            expected = self.expected_size
+            if expected is not None:
+                return f"{max(expected - size, 0)} body bytes unread"
+            return "body bytes unread not known (chunked body: at least its last chunk)"
 
         def stop() -> None:
-            if not self._terminal_seen():
+            if self._ending() is None and not self.refusal:  # an error body is no answer
                 self.recorder.stop(by="application")
 
         def drain() -> None:
-            if self._terminal_seen():
-                self.recorder.drain(note=f"{how.format('after')}; {unread}")
+            ending = self._ending()
+            if ending is not None:
+                self.recorder.drain(note=f"{how.format(ending)}; {unread()}")
+            elif self.refusal:
+                self.recorder.drain("eof", how.format("before the end of the error body"))
             else:
-                self.recorder.drain("eof", how.format("before"))
+                self.recorder.drain("eof", how.format("before the native terminal"))
 
         self._end(stop, drain)
 
-    def _terminal_seen(self) -> bool:
+    def _abandon(self) -> None:
+        """An error response closed before a byte of it was read (an SDK retrying a 429 or
+        a 5xx closes it unread, then sends the request again): nothing of it reached the
+        application and there is no evidence to keep — nothing is recorded, as ``ingest``
+        refuses an empty input.  The response leaves its turn's attempts."""
+        with self.owner.state_lock:
+            if self.closing:
+                return
+            self.closing = self.finished = True
+            self.owner.live.discard(self)
+            turn = getattr(self.handle, "turn", None)
+            if turn is not None and self.handle in turn.attempts:
+                turn.attempts.remove(self.handle)
+
+    def _ending(self) -> str | None:
+        """How the bytes recorded so far end the stream as its dialect ends it: "after the
+        native terminal" (or native error frame), "after the dialect's end marker [DONE]",
+        or None (the stream was cut short)."""
         capture = getattr(self.recorder, "capture", None)
-        return bool(getattr(capture, "ended_natively", False))
+        if getattr(capture, "ended_natively", False):
+            return "after the native terminal"
+        if getattr(capture, "end_marker", None) is not None:
+            return "after the dialect's end marker [DONE]"
+        return None
 
 
 class BodyRecording:
@@ -263,9 +313,6 @@ class BodyRecording:
     def assign(self, attempt: BodyAttempt) -> tuple[Any, str | None]:
         """The handle and the retried attempt of a new response, in the application's own
         context (its turn scope) when the response's headers arrive."""
-        from tracestore.errors import RecordingScopeError
-        from tracestore.recording.turn import AttemptHandle, current_turn
-
         turn, problem = current_turn(), None
         given = self.trace
         if callable(given) and turn is None:  # a factory: its trace is opened by the writer

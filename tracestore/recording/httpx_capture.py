@@ -82,10 +82,25 @@ def request_settings(request: Any) -> dict[str, Any]:
 
 
 def _is_streaming(request: Any, response: Any) -> bool:
+    """A stream's content type, Gemini's streaming path, or an error response (4xx/5xx) to
+    a request that asked for a stream (``"stream": true``) — a provider refusing a streamed
+    request (a bad key, an unknown model) answers with one JSON error body, recorded as the
+    attempt's evidence (``failed``, as ``ingest`` of the body says) once it is read."""
     ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if ctype in _STREAM_TYPES:
         return True
-    return ":streamGenerateContent" in request.url.path
+    if ":streamGenerateContent" in request.url.path:
+        return True
+    return response.status_code >= 400 and api_for_path(request.url.path) != "auto" \
+        and _asked_for_stream(request)
+
+
+def _asked_for_stream(request: Any) -> bool:
+    try:
+        body = json.loads(request.content or b"null")
+    except Exception:  # noqa: BLE001 - a body that is not JSON (or not read) asks for nothing
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 def _framing(response: Any) -> str | None:
@@ -106,8 +121,15 @@ def body_size(headers: Any) -> int | None:
 
 
 def attempt_for(owner: BodyRecording, request: Any, response: Any) -> BodyAttempt:
-    return owner.track(BodyAttempt(owner, api_for_path(request.url.path), _framing(response),
-                                request_settings(request), body_size(response.headers)))
+    """The attempt of a streamed response, made when its headers arrive.  Only what must be
+    fixed then is worked out here, in the application's thread before its first byte (the
+    handle, the turn, the API, the framing); the request's settings (a JSON parse of the
+    request body) and the body's size are read by the writer when it needs them."""
+    framing = _framing(response)
+    return owner.track(BodyAttempt(owner, api_for_path(request.url.path), framing,
+                                   lambda: request_settings(request),
+                                   lambda: body_size(response.headers),
+                                   refusal=framing is None and response.status_code >= 400))
 
 
 def _default_http() -> Any:

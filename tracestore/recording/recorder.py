@@ -21,25 +21,28 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import threading
 import uuid
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Mapping
 
-from tracestore.errors import ExpectedVersionConflict, InputError, NotFound, StoreError
+from tracestore.errors import (
+    AttemptClosedError, ExpectedVersionConflict, InputError, NotFound, StoreError,
+)
 from tracestore.events import (
-    AttemptStarted, CaptureSegment, FrameReceived, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
+    AttemptStarted, CaptureSegment, FrameReceived, FrameRejected, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
     trace_stream,
 )
 from tracestore.ingest.plan import (
-    DRAIN_OUTCOMES, Bindings, binding_events, check_binding_conflicts, event_id,
+    DRAIN_OUTCOMES, binding_events, check_binding_conflicts, event_id,
 )
 from tracestore.projections.release import ReleaseDecision
-from tracestore.projections.semantics import validate_rule
 from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_decisions
 from tracestore.recording.writer import current_batch
 from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
+from tracestore.recording.checks import (  # noqa: F401 - as_task_rule is imported from here
+    _bindings, _check_profile, _open_store, _request_settings, as_task_rule,
+)
 from tracestore.recording.stream import FeedResult, LiveCapture
 
 if TYPE_CHECKING:
@@ -49,44 +52,6 @@ if TYPE_CHECKING:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
-
-
-def as_task_rule(task: TaskRule | Mapping[str, Any] | None) -> TaskRule | None:
-    """A task rule from a ``TaskRule`` or a plain dict; bad or unsafe rules are refused."""
-    if task is None:
-        return None
-    try:
-        rule = task if isinstance(task, TaskRule) else TaskRule.model_validate(task)
-    except ValueError as exc:
-        raise InputError(f"not a task rule: {str(exc).splitlines()[0]}",
-                         code="invalid_task") from exc
-    validate_rule(rule)
-    return rule
-
-
-def _bindings(contract: Any, binding: Mapping[str, Any] | None) -> Bindings | None:
-    """Check a contract and a request binding before anything is recorded."""
-    from tracestore.contracts.binding import context_of
-    from tracestore.contracts.model import Contract, load_contract
-
-    if contract is None and binding is None:
-        return None
-    loaded = contract if isinstance(contract, Contract) or contract is None \
-        else load_contract(contract)
-    plain = _request_settings(binding)
-    if plain is not None:
-        context_of(plain)
-    return Bindings(loaded, plain)
-
-
-def _request_settings(request: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if request is None:
-        return None
-    try:
-        return json.loads(json.dumps(dict(request)))  # JSON only: it is stored forever
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"request settings must be JSON values: {exc}",
-                         code="invalid_request") from exc
 
 
 class Recorder:
@@ -103,6 +68,14 @@ class Recorder:
         self.store = store if store is not None else _open_store(EventStore, db)
         self.lock = threading.RLock()
         self._planners: OrderedDict[str, DecisionPlanner] = OrderedDict()
+        self.closed = False
+        "Set by ``close``: every later recording call raises ``recorder_closed``."
+
+    def check_open(self) -> None:
+        """Refuse a recording call through a closed recorder (nothing is written)."""
+        if self.closed:
+            raise AttemptClosedError("this recorder is closed; it records nothing more (open "
+                                     "a new Recorder)", code="recorder_closed")
 
     #: Traces whose decision planners are kept (least recently used go first): a planner
     #: holds only its trace's undecided attempts, and one evicted is rebuilt from the log.
@@ -134,7 +107,9 @@ class Recorder:
         structured replies judged by it; ``binding`` is the request binding (seed 000:
         messages, request hash, schema, corpus identity, selected_context) that frames and
         citations are checked against.  Both are recorded once, with the trace."""
+        self.check_open()
         rule = as_task_rule(task)
+        _check_profile(profile)
         opened = TraceOpened(trace_id=trace_id, task=rule, profile=profile,
                              comparison=comparison, origin=origin)
         new = NewEvent(trace_stream(trace_id), opened, id=event_id(trace_id, "", "trace"),
@@ -168,6 +143,8 @@ class Recorder:
         return Turn(self, trace_id, trace_options)
 
     def close(self) -> None:
+        with self.lock:  # after any append in progress; none after it
+            self.closed = True
         if self._owns_store:
             self.store.close()
 
@@ -176,20 +153,6 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _open_store(cls: Any, db: str | None) -> Any:
-    try:
-        return cls(db)
-    except StoreError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the driver's own errors, at one boundary
-        from sqlalchemy.exc import SQLAlchemyError
-
-        if isinstance(exc, SQLAlchemyError):
-            raise StoreError(f"cannot open the event store: {getattr(exc, 'orig', exc)}",
-                             code="database_unavailable") from exc
-        raise
 
 
 class TraceRecorder:
@@ -204,6 +167,7 @@ class TraceRecorder:
                 reader: str | None = None) -> AttemptRecorder:
         """Open an attempt.  With a named ``api`` its start is recorded now (its position
         decides what it supersedes); with ``api="auto"`` when the first bytes tell the API."""
+        self.recorder.check_open()
         attempt = AttemptRecorder(self, attempt_id or f"att-{uuid.uuid4().hex[:16]}",
                                   LiveCapture(api, framing), retry_of=retry_of,
                                   request=_request_settings(request), reader=reader)
@@ -303,6 +267,7 @@ class AttemptRecorder:
         """The release decision as the log stands now (recomputed by the projection from
         the log read in batches: memory does not grow with the trace's events)."""
         with self._rec.lock:
+            self._rec.check_open()
             if not self.started:
                 raise NotFound(f"attempt {self.attempt_id!r} is not recorded yet (no bytes told "
                                "its API)", code="not_started", attempt_id=self.attempt_id)
@@ -316,6 +281,7 @@ class AttemptRecorder:
         event = destination_event(self.attempt_id, destination, text, readback=readback,
                                   observed_at=_now(), cut_off=cut_off)
         with self._rec.lock:
+            self._rec.check_open()
             self._refuse_if_failed()  # a drained attempt still takes destinations
             self._require_started("destination")
             self._append([event])
@@ -327,11 +293,15 @@ class AttemptRecorder:
                              code="recording_failed", attempt_id=self.attempt_id)
 
     def _usable(self) -> None:
+        """Bytes, a Stop or a drain: refused once the attempt drained (its bytes and ending
+        are final) or the recorder closed, before anything is appended."""
+        self._rec.check_open()
         self._refuse_if_failed()
         if self.drained:
-            raise InputError(f"attempt {self.attempt_id!r} is drained; it takes no more "
-                             "events (a retry is a fresh attempt)", code="attempt_closed",
-                             attempt_id=self.attempt_id)
+            raise AttemptClosedError(f"attempt {self.attempt_id!r} is drained; it takes no "
+                                     "more bytes, Stop or drain (a retry is a fresh "
+                                     "attempt; destination writes are still recorded)",
+                                     code="attempt_closed", attempt_id=self.attempt_id)
 
     def _require_started(self, what: str) -> None:
         if not self.started:
@@ -379,6 +349,10 @@ class AttemptRecorder:
                 kinds=f.kinds, event_name=f.event_name, reader=self.reader, index=f.index,
                 capture_sha256=sha, offset=f.offset - offset, length=f.length)
                 for f in result.frames]
+        if result.rejected is not None:  # as ingest records a stream that turned invalid
+            r = result.rejected
+            events.append(FrameRejected(attempt_id=self.attempt_id, code=r.code,
+                                        offset=r.offset, index=r.index, detail=r.detail))
         events += tail or []
         if not self.started and self.capture.api is None:
             return  # the API is not known yet: nothing can be recorded (bytes stay pending)

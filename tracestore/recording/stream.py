@@ -20,15 +20,21 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracestore.errors import InputError, TracestoreError
+from tracestore.errors import AttemptClosedError, InputError, TracestoreError, WireError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
-from tracestore.providers.capture import DETECT_NATIVES, detect_provider, native_of, shape_vote
+from tracestore.providers.capture import (
+    DETECT_NATIVES, INVALID_BYTES, PARTIAL_PROVIDERS, detect_provider, native_of, shape_vote,
+)
+from tracestore.providers.error_body import MAX_ERROR_BODY_BYTES, whole_error_body
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
 from tracestore.wire.base import Decoder
 from tracestore.wire.frames import Truncation
 from tracestore.wire.limits import MAX_FRAME_BYTES
 
 _AWS_PRELUDE_BYTES = 12
+
+#: The end marker OpenAI-compatible dialects send after the stream (not a native terminal).
+DONE_MARKER = "[DONE]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +60,25 @@ class LiveFrame:
 class FeedResult:
     segment: Segment | None
     frames: list[LiveFrame] = field(default_factory=list)
+    rejected: Rejection | None = None
+    "The stream turned invalid after these frames (recorded as ``frame.rejected``)."
 
     @property
     def decisive(self) -> bool:
         """Whether these frames may make a release decision final (terminal or error)."""
-        return any(k in ("terminal", "error") for f in self.frames for k in f.kinds)
+        return self.rejected is not None or any(
+            k in ("terminal", "error") for f in self.frames for k in f.kinds)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """Where a recognized stream turned invalid (seed 000: bad UTF-8, a CRC mismatch)."""
+
+    code: str
+    offset: int | None
+    index: int
+    "The frame index the rejected bytes would have had (the frames before it are kept)."
+    detail: str
 
 
 def compatible_api(vote: str, api: str) -> bool:
@@ -87,12 +107,18 @@ class LiveCapture:
         self._seg_start = 0           # absolute offset of _pending[0]
         self._held: list[tuple[Any, str | None, Any]] = []  # frames awaiting the provider
         self._voted = 0               # natives checked against an explicit api
+        self._holding = False         # bytes held: they may be a whole-body JSON error
+        self._invalid: WireError | None = None  # the fault that ended decoding (kept prefix)
+        self.rejection: Rejection | None = None
+        self._ends_with_newline = False
         self._index = 0
         self._hash = hashlib.sha256()
         self.size = 0
         self.terminal_seen = False
         self.error_ending: tuple[LiveFrame, Any] | None = None
         "The native error frame the bytes so far end with (keepalives after it skipped)."
+        self.end_marker: LiveFrame | None = None
+        "The last frame carrying the dialect's own end marker (``[DONE]``), if any came."
         self.truncation: Truncation | None = None
         self.closed = False
         self._error: TracestoreError | None = None
@@ -131,6 +157,11 @@ class LiveCapture:
                 name = getattr(error, "error_code", None) or getattr(error, "native_type", None)
                 return "clean", (f"input ended after the native error frame {name} "
                                  f"(frame {frame.index} at byte {frame.offset})")
+            if self.end_marker is not None:  # the same words as ingest's capture_drain
+                marker = self.end_marker
+                return "eof", (f"the dialect's end marker [DONE] arrived (frame {marker.index} "
+                               f"at byte {marker.offset}) but no native terminal "
+                               "(finish_reason) came")
             return "eof", "input ended before the native terminal"
         return "clean", None
 
@@ -145,28 +176,74 @@ class LiveCapture:
         if self._error is not None:
             raise self._error
         if self.closed:
-            raise InputError("this capture is closed; a drained attempt takes no more bytes",
-                             code="attempt_closed")
+            raise AttemptClosedError("this capture is closed; a drained attempt takes no "
+                                     "more bytes", code="attempt_closed")
 
     def _feed(self, data: bytes) -> FeedResult:
         self._hash.update(data)
         self.size += len(data)
         self._pending += data
+        self._ends_with_newline = data.endswith(b"\n") if data else self._ends_with_newline
+        if self.rejection is not None:  # bytes after the fault: stored, never frames
+            return FeedResult(self._cut(self._seg_start + len(self._pending)))
         if self._decoder is None:
             if not self._start_decoder(final=False):
                 return FeedResult(None)
-            wire = self._decoder.feed(bytes(self._pending))  # type: ignore[union-attr]
-        else:
-            wire = self._decoder.feed(data)
-        return self._emit(wire, final=False)
+            self._holding = self._may_be_error_body()
+        elif not self._holding:
+            return self._emit(self._decode(data), final=False)
+        if self._holding:
+            self._holding = self._may_be_error_body()
+            if self._holding:
+                return FeedResult(None)
+        return self._emit(self._decode(bytes(self._pending)), final=False)
 
     def _close(self) -> FeedResult:
-        if self._decoder is None and not self._start_decoder(final=True):
-            return self._emit([], final=True)  # nothing that could be a frame arrived
+        if self.rejection is not None:
+            return FeedResult(self._cut(self._seg_start + len(self._pending)))
+        wire: list[Any] = []
+        if self._decoder is None:
+            if not self._start_decoder(final=True):
+                return self._emit([], final=True)  # nothing that could be a frame arrived
+            self._holding = self._may_be_error_body()
+            if not self._holding:  # the bytes were held until the framing could be told
+                wire = self._decode(bytes(self._pending))
         assert self._decoder is not None
-        wire = self._decoder.close()
-        self.truncation = self._decoder.truncation
+        if self._holding:
+            self._holding = False
+            whole = whole_error_body(bytes(self._pending), self.framing or "")
+            if whole is not None:  # as ingest reads it: one error frame spanning the body
+                return self._emit(list(whole), final=True)
+            wire = self._decode(bytes(self._pending))
+        if self._invalid is None:
+            wire = [*wire, *self._decode(None)]
+            self.truncation = self._decoder.truncation
         return self._emit(wire, final=True)
+
+    def _decode(self, data: bytes | None) -> list[Any]:
+        """The decoder's frames of ``data`` (``None``: its end).  A recognized stream that
+        turns invalid (bad UTF-8, a CRC mismatch) keeps the frames before the fault, as
+        ``ingest`` does (seed 000, issue 19): the rejection is recorded at its byte and the
+        rest of the body is stored unread.  With no frame before the fault it is refused."""
+        assert self._decoder is not None
+        try:
+            return self._decoder.feed(data) if data is not None else self._decoder.close()
+        except WireError as exc:
+            if exc.code not in INVALID_BYTES or not (self._index or self._held or exc.frames):
+                raise
+            self._invalid = exc
+            return list(exc.frames)
+
+    def _may_be_error_body(self) -> bool:
+        """Whether the bytes so far may be a pretty-printed whole-body JSON error, which
+        ``ingest`` reads as one frame (``providers/error_body.py``; NDJSON framing would
+        refuse its first line ``{``): such bytes are held, at most ``MAX_ERROR_BODY_BYTES``,
+        until the body ends or shows it is something else."""
+        if self.framing != "ndjson" or len(self._pending) > MAX_ERROR_BODY_BYTES:
+            return False
+        stripped = bytes(self._pending).lstrip(b"\xef\xbb\xbf \t\r\n")
+        line, newline, _ = stripped.partition(b"\n")
+        return line.strip() == b"{" or (not newline and line.strip() in (b"", b"{"))
 
     def _start_decoder(self, *, final: bool) -> bool:
         """Choose the framing once enough bytes are here; False while it cannot be told."""
@@ -181,14 +258,40 @@ class LiveCapture:
         return True
 
     def _emit(self, wire: list[Any], *, final: bool) -> FeedResult:
-        self._held.extend((frame, *native_of(frame)) for frame in wire)
+        for frame in wire:
+            try:
+                self._held.append((frame, *native_of(frame)))
+            except WireError as exc:
+                if not self._keeps_prefix_of(exc):
+                    raise
+                break
+        if final and self._invalid is None:
+            self._complete_lines_only()
         if self.api is None:
-            self._detect(final)
+            try:
+                self._detect(final or self._invalid is not None)
+            except InputError:
+                if self._invalid is not None:  # not a recognizable stream: refused whole
+                    raise self._invalid from None
+                raise
         elif self._voted < DETECT_NATIVES:
             self._check_api()
         frames: list[LiveFrame] = []
         if self.api is not None and self._held:
             frames = self._normalize()
+        if self._invalid is not None and self.rejection is None:
+            fault = self._invalid
+            self.rejection = Rejection(fault.code, fault.offset, self._index, fault.message)
+            return FeedResult(self._cut(self._seg_start + len(self._pending)), frames,
+                              self.rejection)
+        if final and self.truncation is not None and self.api in PARTIAL_PROVIDERS:
+            # Seed 000 keeps an application stream that ends inside a frame as invalid, with
+            # the seed's own code, as ingest records it.
+            cut = self.truncation
+            self.rejection = Rejection(cut.code, cut.offset, self._index,
+                                       "input ended inside a frame")
+            return FeedResult(self._cut(self._seg_start + len(self._pending)), frames,
+                              self.rejection)
         if frames:
             end = frames[-1].offset + frames[-1].length
             return FeedResult(self._cut(end), frames)
@@ -199,6 +302,34 @@ class LiveCapture:
             return FeedResult(self._cut(self._seg_start + len(self._pending)
                                         - self.max_frame_bytes))
         return FeedResult(None)
+
+    def _keeps_prefix_of(self, exc: WireError) -> bool:
+        """Seed 000 (as ingest): an application-frames stream keeps its frames before one
+        that is not strict JSON and is held ``invalid_frame_json``; other providers refuse."""
+        if not (self._held or self._index):
+            return False
+        if self.api is None:
+            try:
+                self._detect(True)
+            except InputError:
+                return False
+        if self.api not in PARTIAL_PROVIDERS:
+            return False
+        code = "invalid_frame_json" if exc.code == "invalid_json" else exc.code
+        self._invalid = WireError(exc.message, code=code, offset=exc.offset)
+        return True
+
+    def _complete_lines_only(self) -> None:
+        """Seed 000 (as ingest): only a complete line is an application frame."""
+        if self.framing != "ndjson" or self.truncation is not None or not self._held:
+            return
+        if self.api is None:
+            self._detect(True)
+        last = self._held[-1][0]
+        if self.api in PARTIAL_PROVIDERS and not self._ends_with_newline \
+                and last.offset + last.length == self.size:
+            self._held.pop()
+            self.truncation = Truncation(last.offset, last.length, "truncated_frame")
 
     def _detect(self, final: bool) -> None:
         pairs = [(name, native) for _, name, native in self._held[:DETECT_NATIVES]]
@@ -231,6 +362,9 @@ class LiveCapture:
             if not (kinds and all(kind == "keepalive" for kind in kinds)):
                 self.error_ending = (live, observations[-1]) \
                     if kinds and kinds[-1] == "error" else None
+            if any(o.kind == "keepalive" and o.native_type == DONE_MARKER
+                   for o in observations):
+                self.end_marker = live
             frames.append(live)
             self._index += 1
         self._held = []
@@ -263,4 +397,4 @@ def detect_framing_is_aws(head: bytes) -> bool:
         return False
 
 
-__all__ = ["FeedResult", "LiveCapture", "LiveFrame", "Segment"]
+__all__ = ["FeedResult", "LiveCapture", "LiveFrame", "Rejection", "Segment"]

@@ -131,8 +131,14 @@ class AttemptHandle:
         return self._body.recorder.decision()
 
     def _check(self, destination: str, text: str, *, cut_off: bool = False) -> None:
+        """Bad input and a closed recorder raise now, in the application's thread, before
+        anything is queued (a trace still to come from a factory is checked by the writer:
+        opening it here would cost the application a commit)."""
         from tracestore.ingest.evidence import destination_event
 
+        check_open = getattr(getattr(self._trace, "recorder", None), "check_open", None)
+        if not callable(self._trace) and check_open is not None:
+            check_open()
         destination_event(self.attempt_id, destination, text, readback=False, cut_off=cut_off)
 
     def __repr__(self) -> str:

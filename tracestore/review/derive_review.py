@@ -10,7 +10,7 @@ from __future__ import annotations
 from tracestore.agent.codes import AGENT_API
 from tracestore.events import ANSWER_DESTINATIONS, CaptureSegment, CaptureStored, ReviewApproved, ReviewFieldSet
 from tracestore.projections import reasons as R
-from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry
+from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry, owed_destinations
 from tracestore.review.context import Derived, ReviewContext, deriver, reviewer_key
 from tracestore.review.wording import listed, plural, positions
 
@@ -56,7 +56,34 @@ def _actual(ctx: ReviewContext, source: str | None) -> tuple[str, list[int]]:
         if writers:
             head += f"; replay harness writes, not readback: {text}"
         return head, cited
-    return f"actual: {text} — written by: {', '.join(writers)}", cited
+    shortfall = "".join(f"; {item}" for item in _shortfall(ctx))
+    return f"actual: {text} — written by: {', '.join(writers)}{shortfall}", cited
+
+
+#: The audit's codes for a destination that holds the answer more often than once.
+_AGAIN = (R.DUPLICATE_HISTORY_ENTRY, R.REPEATED_DESTINATION_WRITE)
+
+
+def _shortfall(ctx: ReviewContext) -> list[str]:
+    """Issue 19 (seed 003), per destination: a required one the released answer never
+    reached — ``history: MISSING (required by …)`` — and one written more than once —
+    ``history: WRITTEN AGAIN at #14 (once expected)`` — from the audit's own violations."""
+    mine = [v for v in ctx.report.violations if v.attempt_id == ctx.attempt_id]
+    missing = [v.destination for v in mine if v.code == R.MISSING_DESTINATION_WRITE]
+    out: list[str] = []
+    if missing:
+        recorded = {d for a in ctx.report.attempts if a.trace_id == ctx.view.trace_id
+                    for d in (*ANSWER_DESTINATIONS, "progress")
+                    for e in (a.progress if d == "progress" else a.destinations[d])
+                    if e.source == "application"}
+        owed = owed_destinations(ctx.view.profile, recorded)
+        out += [f"{d}: MISSING ({owed.get(d, 'required')})" for d in dict.fromkeys(missing)]
+    again: dict[str, list[int]] = {}
+    for v in mine:
+        if v.code in _AGAIN:
+            again.setdefault(v.destination, []).append(v.position)
+    out += [f"{d}: WRITTEN AGAIN at {positions(at)} (once expected)" for d, at in again.items()]
+    return out
 
 
 def _audit(ctx: ReviewContext) -> tuple[str, list[int]]:
