@@ -50,8 +50,12 @@ def _root(version: Annotated[bool, typer.Option(
     """Event-sourced trace store and review tool for streamed LLM answers."""
 
 
-# Rich loads when something is printed (see cli/lazy.py).
-Text = rich_name("rich.text", "Text")
+# Rich loads when something is printed (see cli/lazy.py).  The type checker sees the real
+# class (a lazy stand-in is a variable, not a type); the program gets the stand-in.
+if TYPE_CHECKING:
+    from rich.text import Text
+else:
+    Text = rich_name("rich.text", "Text")
 console = rich_console(highlight=False, soft_wrap=True)
 err_console = rich_console(stderr=True, highlight=False, soft_wrap=True)
 
