@@ -47,7 +47,7 @@ class AgentViolation:
 class AgentReleaseJudge(ReleaseJudge):
     """``ReleaseJudge`` for an ``agent-run`` attempt: same interface, agent conditions."""
 
-    def __init__(self, fold, trace, task=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, fold, trace, task=None) -> None:
         self.mine: list[StoredEvent] = [fold.start]
         self.admission: Admission | None = None
         self.answer: str | None = None

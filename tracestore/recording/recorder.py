@@ -354,11 +354,12 @@ class AttemptRecorder:
     def _write(self, result: FeedResult, *, final: bool = False,
                tail: list[Any] | None = None) -> None:
         events: list[Any] = []
-        starting = not self.started and self.capture.api is not None
-        if starting:
+        api = self.capture.api
+        starting = not self.started and api is not None
+        if starting and api is not None:  # (the second test narrows api for the checker)
             events.append(AttemptStarted(
                 attempt_id=self.attempt_id, trace_id=self.trace.trace_id,
-                api=self.capture.api, reader=self.reader, retry_of=self.retry_of,
+                api=api, reader=self.reader, retry_of=self.retry_of,
                 request=self.request, observed_at=_now()))
         seg = result.segment
         blobs: list[bytes] = []

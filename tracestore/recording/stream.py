@@ -155,7 +155,7 @@ class LiveCapture:
         if self._decoder is None:
             if not self._start_decoder(final=False):
                 return FeedResult(None)
-            wire = self._decoder.feed(bytes(self._pending))  # type: ignore[union-attr]
+            wire = self._decoder.feed(bytes(self._pending))  # type: ignore[attr-defined]  # set by _start_decoder
         else:
             wire = self._decoder.feed(data)
         return self._emit(wire, final=False)
