@@ -301,8 +301,8 @@ class AttemptRecorder:
         the log read in batches: memory does not grow with the trace's events)."""
         with self._rec.lock:
             if not self.started:
-                raise NotFound(f"attempt {self.attempt_id!r} is not recorded yet (no bytes told "
-                               "its API)", code="not_started", attempt_id=self.attempt_id)
+                raise InputError(f"attempt {self.attempt_id!r} is not recorded yet (no bytes "
+                                 "told its API)", code="not_started", attempt_id=self.attempt_id)
             decided = decide_attempt(self._rec.store, self.trace.trace_id, self.attempt_id)
         assert decided is not None  # started: its start is in the trace
         return decided
@@ -348,7 +348,7 @@ class AttemptRecorder:
                 first = store.read(stream=attempt_stream(self.retry_of), limit=1)
                 if not first or first[0].trace_id != self.trace.trace_id:
                     raise NotFound(f"retry_of names {self.retry_of!r}, which is not an attempt "
-                                   f"of trace {self.trace.trace_id!r}", code="unknown_attempt",
+                                   f"of trace {self.trace.trace_id!r}", code="attempt_not_found",
                                    attempt_id=self.retry_of)
 
     def _write(self, result: FeedResult, *, final: bool = False,
