@@ -159,8 +159,7 @@ def report_error(exc: TracestoreError, *, as_json: bool) -> None:
     from tracestore.masking import mask_context, mask_secrets
 
     if as_json:
-        sys.stderr.write(json_text(mask_context(exc.to_dict()), indent=None, default=str)
-                         + "\n")
+        sys.stderr.write(json_document(mask_context(exc.to_dict())) + "\n")
     else:
         err_console.print(Text.assemble(("error", "bold red"), f"[{exc.code}]: ",
                                         safe_text(mask_secrets(exc.message))))
@@ -209,17 +208,23 @@ def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = N
     return started.trace_id
 
 
-def emit_json(value: Any) -> None:
-    """One JSON document on stdout (never through Rich, which would wrap or style it).
+def json_document(value: Any) -> str:
+    """The one form of every JSON document the CLI writes (docs/json.md): one line, no
+    indentation, ``, `` and ``: `` between items, untrusted text escaped by the one JSON
+    escaper (``review.escape.json_text``: no C1 control, DEL, bidi override, line separator
+    or lone surrogate is written raw)."""
+    return json_text(value, indent=None, default=str)
 
-    Untrusted text inside is escaped by the one JSON escaper (``review.escape.json_text``):
-    no C1 control, DEL, bidi override, line separator or lone surrogate is written raw.
-    """
-    sys.stdout.write(json_text(value, indent=None, default=str) + "\n")
+
+def emit_json(value: Any) -> None:
+    """One JSON document on stdout (never through Rich, which would wrap or style it)."""
+    sys.stdout.write(json_document(value) + "\n")
 
 
 def emit_json_line(value: Any) -> None:
-    sys.stdout.write(json_text(value, compact=True, default=str) + "\n")
+    """One line of a JSON-lines stream (``events --json``): the same form as ``emit_json``
+    (the stream had ``,``/``:`` separators of its own before issue 20)."""
+    sys.stdout.write(json_document(value) + "\n")
 
 
 def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool = False) -> str:

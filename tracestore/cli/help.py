@@ -14,7 +14,6 @@ whoever wrote them), so no module has to remember.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import sys
 import textwrap
@@ -93,7 +92,9 @@ class JsonUsageError(UsageError):
             doc["command"] = self.ctx.command_path
         if self.param is not None and getattr(self.param, "name", None):
             doc["parameter"] = self.param.name
-        sys.stderr.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        from tracestore.cli.common import json_document  # the one JSON form (docs/json.md)
+
+        sys.stderr.write(json_document(doc) + "\n")
 
 
 def _metavar(param: Any) -> str:

@@ -160,7 +160,10 @@ def attempts(
     with open_store(db, create=False, read_only=cannot_write(resolve_url(db))) as store:
         listing = qi.select_attempts(store, filters)
     if as_json:
-        emit_json({"attempts": listing})
+        # A row's violation count is violation_count ("violations" is a list in audit and
+        # replay, docs/json.md); the old integer key stays for one release.
+        emit_json({"attempts": [{**row, "violation_count": row["violations"]}
+                                for row in listing]})
         return
     from rich.table import Table
 
