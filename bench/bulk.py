@@ -70,7 +70,8 @@ def make_scenarios(folder: Path, copies: int) -> list[Path]:
 
 def in_process(files: list[Path], tmp: str) -> tuple[float, float]:
     """Seconds to append ``files`` one transaction each, and in one with savepoints."""
-    from tracestore.cli.release_cmds import append_scenario, append_scenarios, read_scenario
+    from tracestore.cli.release_cmds import read_scenario
+    from tracestore.ingest.pipeline import append_scenario, append_scenarios
     from tracestore.store.log import EventStore
 
     scenarios = [read_scenario(f) for f in files]

@@ -126,7 +126,7 @@ def _decision_problems(events: list) -> list[str]:
     from collections import defaultdict
 
     from tracestore.projections.release import decide_all
-    from tracestore.recording.decisions import recorded_disagreements
+    from tracestore.ingest.decisions import recorded_disagreements
 
     by_trace: dict[str, list] = defaultdict(list)
     for stored in events:

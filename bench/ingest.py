@@ -58,8 +58,8 @@ def make_big_projection(frames: int) -> bytes:
 # -- contenders (each runs in its own process: `bench/ingest.py --one NAME FILE DB`) -----
 
 def run_lib(path: Path, db: str) -> int:
-    from tracestore.bulk import paused_gc
-    from tracestore.cli.store_cmds import append_plan
+    from tracestore.store.bulk import paused_gc
+    from tracestore.ingest.pipeline import append_plan
     from tracestore.ingest import plan_ingest
     from tracestore.store.log import EventStore
 

@@ -109,7 +109,7 @@ sys.stdout.write(f"ok {count}\\n")
 
 def build_store(path: Path, attempts: int) -> int:
     """N attempts of t1.json in one append (one transaction)."""
-    from tracestore.bulk import paused_gc
+    from tracestore.store.bulk import paused_gc
     from tracestore.ingest import plan_ingest
     from tracestore.store.log import EventStore
 

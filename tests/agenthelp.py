@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tracestore.agent.admission import Admission, rederive
-from tracestore.agent.ingest import load_cases, plan_agent_ingest, simulate
+from tracestore.ingest.agent import load_cases, plan_agent_ingest, simulate
 from tracestore.agent.run import RunRecord, gather_run
 
 AGENT = Path(__file__).resolve().parents[1] / "fixtures" / "agent"

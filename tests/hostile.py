@@ -1,5 +1,5 @@
 """The one hostile fixture for every output (issue 26): model text holding every character
-class the shared neutralizer (``tracestore.neutralize``) makes inert, ingested as a real
+class the shared neutralizer (``tracestore.text.neutralize``) makes inert, ingested as a real
 OpenAI Responses stream, plus helpers to check an output."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracestore.neutralize import is_clean
+from tracestore.text.neutralize import is_clean
 
 #: NUL, ESC (an ANSI colour), BEL, backspace, lone CR, DEL, C1 CSI and NEL, bidi override,
 #: isolate and mark, line/paragraph separators, and a lone surrogate.

@@ -155,7 +155,7 @@ def run_cases(count: int, *, seed: int = 14, url: str = "sqlite://", batch: int 
     dropped, keeps each verify (a walk of the whole log) bounded: verifying one growing
     store after every batch would make the run quadratic.
     """
-    from tracestore.bulk import paused_gc
+    from tracestore.store.bulk import paused_gc
     from tracestore.ingest import plan_ingest
     from tracestore.review.templates import load_template
     from tracestore.store.log import EventStore

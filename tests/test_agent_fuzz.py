@@ -12,7 +12,7 @@ import pytest
 
 from agenthelp import cases, report
 from tracestore.agent.grading import grade
-from tracestore.agent.ingest import plan_agent_ingest, simulate
+from tracestore.ingest.agent import plan_agent_ingest, simulate
 from tracestore.agent.run import agent_runs
 from tracestore.errors import TracestoreError
 from tracestore.projections import decide_release

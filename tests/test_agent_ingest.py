@@ -12,7 +12,7 @@ import pytest
 from agenthelp import REPORT, run_of, trial
 from clihelp import count_events, run
 from tracestore.agent import codes as C
-from tracestore.agent.ingest import plan_agent_ingest, sniff
+from tracestore.ingest.agent import plan_agent_ingest, sniff
 
 
 def test_report_ingests_16_runs_once(db_file: Path) -> None:

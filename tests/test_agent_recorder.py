@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agenthelp import cases, trial
-from tracestore.agent.recorder import AgentRunRecorder
+from tracestore.recording.agent import AgentRunRecorder
 from tracestore.errors import InputError
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import audit

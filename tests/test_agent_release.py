@@ -10,7 +10,7 @@ import pytest
 
 from agenthelp import AGENT, REPORT, events_of, report, trial
 from clihelp import run
-from tracestore.agent.ingest import simulate
+from tracestore.ingest.agent import simulate
 from tracestore.events import AttemptStarted, LocalStopped, NewEvent, attempt_stream
 from tracestore.projections import decide_release
 from tracestore.projections import reasons as R

@@ -184,7 +184,8 @@ def test_replay_is_one_transaction(db_file: Path) -> None:
             calls.append(1)
             return original(build, **kw)
 
-        from tracestore.cli.release_cmds import append_scenario, read_scenario
+        from tracestore.cli.release_cmds import read_scenario
+        from tracestore.ingest.pipeline import append_scenario
         store.append_with = counting  # type: ignore[method-assign]
         planned = append_scenario(store, read_scenario(SEED003 / "t8.json"))
     assert calls == [1] and count_events(db_file) == len(planned) == 24

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from tracestore.contracts.envelope import NO_ANSWER, SORRY, project_envelope
+from tracestore.projections.envelope import NO_ANSWER, SORRY, project_envelope
 from tracestore.projections.release import decide_with_view
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from test_contracts_seed000 import SEED000, ingest, frames_of
 
 ROOT = Path(__file__).resolve().parents[1]

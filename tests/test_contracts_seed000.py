@@ -14,7 +14,7 @@ from tracestore.contracts.model import parse_contract_bytes
 from tracestore.events import FrameRejected, StoredEvent
 from tracestore.ingest import Bindings, plan_ingest
 from tracestore.projections import decide_release
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from clihelp import run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracestore.contracts.envelope import SORRY, project_envelope
+from tracestore.projections.envelope import SORRY, project_envelope
 from tracestore.contracts.events_check import check_events
 from tracestore.contracts.graphemes import broken_boundaries, chunk_clusters, clusters
 from tracestore.contracts.model import parse_contract_bytes

@@ -227,7 +227,7 @@ def test_the_envelope_result_is_the_internal_answer_without_schema_version() -> 
 
 
 def test_an_endpoint_stream_ending_done_with_no_chunks_is_the_empty_state() -> None:
-    from tracestore.contracts.envelope import NO_ANSWER
+    from tracestore.projections.envelope import NO_ANSWER
     from test_contracts_seed004 import judge
 
     decision, _, envelope = judge("good-v2", data=faq_stream([], faq_envelope("empty",
@@ -238,7 +238,7 @@ def test_an_endpoint_stream_ending_done_with_no_chunks_is_the_empty_state() -> N
 
 
 def test_one_name_per_stop_code_in_contract_check_and_the_envelope() -> None:
-    from tracestore.contracts.envelope import project_envelope
+    from tracestore.projections.envelope import project_envelope
     from tracestore.contracts.regression import RegressionCase, replay_case
     from tracestore.events import TaskRule
     from tracestore.ingest import plan_ingest
@@ -270,7 +270,7 @@ def test_an_error_event_after_done_holds_the_decision_itself() -> None:
 
 
 def faq_plain(chars: int) -> tuple[Any, Any]:
-    from tracestore.contracts.envelope import project_envelope
+    from tracestore.projections.envelope import project_envelope
     from tracestore.events import TaskRule
     from tracestore.ingest import plan_ingest
     from tracestore.projections.release import decide_with_view

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tracestore.contracts.envelope import project_envelope
+from tracestore.projections.envelope import project_envelope
 from tracestore.events import StoredEvent, TaskRule
 from tracestore.ingest import plan_ingest
 from tracestore.projections import decide_release

@@ -17,8 +17,8 @@ import pytest
 from tracestore.errors import InputError, WireError
 from tracestore.events import FrameReceived, SerializedEvent
 from tracestore.ingest import plan_ingest
-from tracestore.ingest_fast import HandOver, MAX_LABELS_PER_PROJECTION, check_projection
-from tracestore.ingest_projection import _label_event, projection_api_of
+from tracestore.ingest.fast import HandOver, MAX_LABELS_PER_PROJECTION, check_projection
+from tracestore.ingest.projection import _label_event, projection_api_of
 from tracestore.store.log import EventStore, canonical_payload
 from tracestore.wire import MAX_FRAMES_PER_CAPTURE
 
@@ -127,7 +127,7 @@ def test_an_ingest_streams_in_chunks_and_keeps_the_chain(tmp_path: Path) -> None
     data = json.dumps([{"messageStart": {"role": "assistant"}}, *natives,
                        {"messageStop": {"stopReason": "end_turn"}},
                        {"local": "drain", "outcome": "clean"}]).encode()
-    from tracestore.cli.store_cmds import append_plan
+    from tracestore.ingest.pipeline import append_plan
 
     with EventStore(f"sqlite:///{tmp_path / 's.db'}") as store:
         first = append_plan(store, plan_ingest(data, filename="big.json"))
@@ -299,9 +299,9 @@ def test_positions_are_a_range_equal_to_the_tuple() -> None:
 @pytest.fixture
 def small_frame_bound(monkeypatch: pytest.MonkeyPatch) -> int:
     """MAX_FRAMES_PER_CAPTURE lowered to 5 wherever projections read it."""
-    import tracestore.ingest as ingest_mod
-    import tracestore.ingest_fast as fast_mod
-    import tracestore.ingest_projection as projection_mod
+    import tracestore.ingest.planner as ingest_mod
+    import tracestore.ingest.fast as fast_mod
+    import tracestore.ingest.projection as projection_mod
 
     for module in (ingest_mod, fast_mod, projection_mod):
         monkeypatch.setattr(module, "MAX_FRAMES_PER_CAPTURE", 5)

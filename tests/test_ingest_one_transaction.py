@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from clihelp import count_events, run
-from tracestore.cli.store_cmds import append_plan
+from tracestore.ingest.pipeline import append_plan
 from tracestore.ingest import plan_ingest
-from tracestore.recording.decisions import DecisionPlanner
+from tracestore.ingest.decisions import DecisionPlanner
 from tracestore.store import reads
 from tracestore.store.log import EventStore
 

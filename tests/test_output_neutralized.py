@@ -1,6 +1,6 @@
 """Issue 26: every output -- terminal tables, Markdown records, the HTML report, JSON
 lines, the export -- neutralizes control and bidi characters the same way (one shared
-neutralizer, ``tracestore.neutralize``), checked with one hostile fixture through every
+neutralizer, ``tracestore.text.neutralize``), checked with one hostile fixture through every
 command that shows model text."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_json_and_html_keep_the_text_recoverable(db: Path) -> None:
 
 def test_the_one_neutralizer_is_used_everywhere() -> None:
     from tracestore.cli.common import safe_text
-    from tracestore.neutralize import visible
+    from tracestore.text.neutralize import visible
     from tracestore.report.html import _neutralized
     from tracestore.review.escape import json_text, md_cell
 

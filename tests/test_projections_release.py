@@ -22,7 +22,7 @@ from tracestore.projections import PROFILES, decide_release, project_attempt
 from tracestore.projections import reasons as R
 from tracestore.projections.release import decide_with_view
 from tracestore.projections.profiles import DEFAULT_PROFILE_FOR_API, BEDROCK_CONVERSE_TEXT
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 
 ROOT = Path(__file__).resolve().parents[1]
 TASK = json.loads((ROOT / "fixtures" / "seed003" / "t1.json").read_text())["task"]

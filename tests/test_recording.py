@@ -18,7 +18,7 @@ from tracestore.errors import InputError, NotFound, StoreError
 from tracestore.events import TaskRule, CaptureSegment, FrameReceived, ReleaseDecided
 from tracestore.ingest import plan_ingest
 from tracestore.projections.release import decide_release
-from tracestore.recording.decisions import recorded_disagreements
+from tracestore.ingest.decisions import recorded_disagreements
 from tracestore.store.log import EventStore
 
 from conftest import FIXTURES

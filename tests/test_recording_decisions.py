@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from tracestore import Recorder
-from tracestore.cli.store_cmds import append_plan
+from tracestore.ingest.pipeline import append_plan
 from tracestore.events import ReleaseDecided, SemanticJudged, TaskRule
 from tracestore.ingest import plan_ingest
 from tracestore.projections.release import decide_all
-from tracestore.recording.decisions import (DecisionPlanner, catch_up, record_decisions,
+from tracestore.ingest.decisions import (DecisionPlanner, catch_up, record_decisions,
                                             recorded_disagreements)
-from tracestore.recording.evidence import revise_task
+from tracestore.ingest.evidence import revise_task
 from tracestore.store.log import EventStore
 
 from conftest import FIXTURES, PG_URL, _fresh_pg_url

@@ -16,7 +16,7 @@ import pytest
 
 from tracestore.events import ANSWER_DESTINATIONS, NewEvent, StoredEvent
 from tracestore.projections import audit, decide_all, project_attempt
-from tracestore.replay import Scenario, parse_scenario, plan_replay, preview_replay
+from tracestore.ingest.replay import Scenario, parse_scenario, plan_replay, preview_replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seed003"
 FILES = sorted(FIXTURES.glob("*.json"))

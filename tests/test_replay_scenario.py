@@ -12,7 +12,7 @@ import pytest
 from tracestore.errors import InputError
 from tracestore.events import StoredEvent, attempt_stream, trace_stream
 from tracestore.projections import decide_all
-from tracestore.replay import parse_scenario, plan_replay, preview_replay
+from tracestore.ingest.replay import parse_scenario, plan_replay, preview_replay
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "seed003"
 BR = "bedrock-converse-stream"

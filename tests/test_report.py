@@ -16,7 +16,7 @@ import pytest
 
 import tracestore
 from tracestore.errors import InputError, NotFound
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.report.html import render_html
 from tracestore.report.model import build_report
 from tracestore.review import load_template

@@ -12,7 +12,7 @@ import pytest
 from tracestore.cli.review_cmds import amend, trace_of
 from tracestore.errors import InputError, NotFound, ReviewError
 from tracestore.events import review_stream
-from tracestore.replay import parse_scenario, plan_replay
+from tracestore.ingest.replay import parse_scenario, plan_replay
 from tracestore.review import ReviewRecord, fill_record, load_template
 from tracestore.review.derive_attempt import says_not_released, says_released
 from tracestore.store.log import EventStore, WriteView

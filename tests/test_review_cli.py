@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import tracestore
 from tracestore.cli import app
 from tracestore.cli.review_cmds import write_atomically
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.review import fill_record, load_template, render_markdown
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed003"

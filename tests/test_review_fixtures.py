@@ -15,7 +15,7 @@ import tracestore
 from tracestore.errors import NotFound
 from tracestore.events import StoredEvent
 from tracestore.projections import reasons as R
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.review import ReviewRecord, blank_record, fill_record, load_template
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "seed003"

@@ -11,7 +11,7 @@ import pytest
 import tracestore
 from tracestore.cli.common import safe_text
 from tracestore.events import StoredEvent
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.review import (
     blank_record, fill_record, load_template, render_json, render_markdown,
 )

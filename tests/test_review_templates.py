@@ -11,7 +11,7 @@ import pytest
 
 import tracestore
 from tracestore.errors import InputError, NotFound
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.review import fill_record, load_template, template_names, templates_dir
 from tracestore.review.derivers import deriver_names
 from tracestore.review.templates import parse_template

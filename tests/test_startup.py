@@ -103,14 +103,14 @@ def test_release_json_loads_only_what_it_reads(tmp_path) -> None:
     # Issue 13: `release ATTEMPT --json` reads stored events and judges them.  It builds the
     # validators of the event types it reads (not all of them), and loads no decoder, no
     # review templates or renderers, and no grapheme regex (a contract-free attempt).
-    from tracestore.event_models import MODELS
+    from tracestore.events.models import MODELS
 
     db = tmp_path / "s.db"
     capture = Path(__file__).resolve().parent.parent / "fixtures/real/anthropic/text-basic.sse"
     subprocess.run([sys.executable, "-m", "tracestore", "ingest", str(capture), "--attempt", "a1",
                     "--db", str(db), "--json"], check=True, capture_output=True, timeout=60)
     probe = PROBE.replace(
-        'sys.stderr.write(', 'from tracestore.event_models import MODELS\n'
+        'sys.stderr.write(', 'from tracestore.events.models import MODELS\n'
         'built = sorted(t for t, m in MODELS.items() if m.__pydantic_complete__)\n'
         'sys.stderr.write(json.dumps(built) + "\\n")\nsys.stderr.write(')
     done = subprocess.run([sys.executable, "-c", probe,

@@ -15,7 +15,7 @@ import pytest
 from clihelp import runner
 from conftest import PG_URL
 from tracestore.cli import app
-from tracestore.masking import mask_secrets
+from tracestore.text.masking import mask_secrets
 
 SECRET = "S3cretPw"
 

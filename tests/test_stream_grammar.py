@@ -11,7 +11,7 @@ import pytest
 
 from tracestore.projections import audit, decide_release
 from tracestore.projections import reasons as R
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.review import load_template
 from tracestore.review.record import fill_record
 

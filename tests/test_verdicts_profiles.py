@@ -20,7 +20,7 @@ from tracestore.projections import reasons as R
 from tracestore.projections.attempt import start_fold
 from tracestore.projections.profiles import OLLAMA_TEXT
 from tracestore.projections.release import ReleaseJudge
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 
 ANY_TEXT = {"answer_patterns": [""]}
 RELEASED = ("released", (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.SEMANTIC_ACCEPTED))

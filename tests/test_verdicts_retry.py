@@ -13,7 +13,7 @@ from typing import Any
 from tracestore.events import DestinationWritten, StoredEvent
 from tracestore.projections import audit, decide_release
 from tracestore.projections import reasons as R
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 
 TASK = {"answer_patterns": ["paris"]}
 BR = "bedrock-converse-stream"

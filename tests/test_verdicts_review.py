@@ -14,7 +14,7 @@ import pytest
 
 from tracestore.errors import ReviewError
 from tracestore.events import StoredEvent
-from tracestore.replay import parse_scenario, preview_replay
+from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.review import ReviewRecord, fill_record, load_template, plan_review
 from tracestore.review.context import CONFLICT_CHECKS, build_context
 from tracestore.review.derivers import get_conflict_check

@@ -101,7 +101,7 @@ def _anthropic_error_stream(error_type: str) -> bytes:
     ("overloaded_error", True), ("rate_limit_error", True), ("api_error", True),
 ])
 def test_envelope_retryability_follows_the_error_type(error_type: str, retryable: bool) -> None:
-    from tracestore.contracts.envelope import SORRY, project_envelope
+    from tracestore.projections.envelope import SORRY, project_envelope
     from tracestore.events import StoredEvent
     from tracestore.ingest import plan_ingest
     from tracestore.projections.release import decide_with_view
@@ -122,7 +122,7 @@ ERROR_BODIES = sorted(p.relative_to(WILD).as_posix() for p in (WILD / "http-erro
 
 @pytest.mark.parametrize("name", ERROR_BODIES)
 def test_a_whole_body_json_error_is_an_error_with_its_envelope(name: str) -> None:
-    from tracestore.contracts.envelope import SORRY, project_envelope
+    from tracestore.projections.envelope import SORRY, project_envelope
     from tracestore.projections.release import decide_with_view
 
     api, events = TOOL._events(WILD / name)

@@ -78,7 +78,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - last resort: bugs, not bad input
         if os.environ.get("TRACESTORE_DEBUG"):
             raise
-        from tracestore.masking import mask_secrets
+        from tracestore.text.masking import mask_secrets
 
         sys.stderr.write(f"internal error (a tracestore bug): {type(exc).__name__}: "
                          f"{mask_secrets(str(exc))}\n"

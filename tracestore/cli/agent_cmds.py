@@ -1,4 +1,4 @@
-"""Agent-run commands: ``grade``, and the agent branch of ``ingest``.
+"""Agent-run commands: ``grade`` (``ingest`` records agent runs through the pipeline).
 
 Thin: load events, call the pure agent projections (``tracestore.agent``), render.
 """
@@ -14,68 +14,10 @@ from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
 )
 from tracestore.cli.lazy import rich_name
-from tracestore.errors import InputError
 
 box = rich_name("rich.box")
 Table = rich_name("rich.table", "Table")
 Text = rich_name("rich.text", "Text")
-
-
-def read_cases(path: Path | None) -> dict[str, Any] | None:
-    from tracestore.agent.ingest import load_cases
-    from tracestore.cli.store_cmds import read_input
-
-    return load_cases(read_input(path)) if path is not None else None
-
-
-def ingest_agent(data: bytes, *, filename: str, fmt: str, trace: str | None,
-                 attempt: str | None, cases: Path | None, db: str | None,
-                 as_json: bool) -> None:
-    """Record an agent report or run result: every run in ONE transaction, or nothing."""
-    from tracestore.agent.ingest import plan_agent_ingest
-    from tracestore.events import attempt_stream
-
-    plan = plan_agent_ingest(data, filename=filename, fmt=fmt, trace_prefix=trace,
-                             attempt_id=attempt, cases=read_cases(cases))
-    first_ids = {e.stream: e.id for e in reversed(plan.events)}  # first event per stream
-    from tracestore.ingest_decide import PlanDecisions
-
-    runs: dict[str, list[str]] = {}
-    for attempt_id, trace_id, _ in plan.runs:
-        runs.setdefault(trace_id, []).append(attempt_id)
-    tap = PlanDecisions(runs)  # each run's final decision, in the same transaction
-
-    def build(view: Any) -> tuple[list[Any], list[bytes]]:
-        for attempt_id, _, _ in plan.runs:
-            stream = attempt_stream(attempt_id)
-            first = view.read(stream=stream, limit=1)
-            if first and first[0].id != first_ids[stream]:
-                raise InputError(
-                    f"attempt {attempt_id!r} already holds events from another input; pass "
-                    "--trace PREFIX to record these runs under other ids",
-                    code="attempt_exists", attempt_id=attempt_id)
-        tap.prepare(view)
-        return plan.events, [plan.blob]
-
-    with open_store(db) as store:
-        result = store.append_with(build, tap=tap)
-        decided = list(result.followed)
-    summary = {"format": plan.format, "sha256": plan.sha256, "runs": len(plan.runs),
-               "attempts": [a for a, _, _ in plan.runs], "appended": result.appended,
-               "skipped": len(result.skipped_ids),
-               "positions": [result.positions[0], result.positions[-1]]
-               if result.positions else [], "decisions_recorded": decided}
-    runs = f"{len(plan.runs)} agent run{'' if len(plan.runs) == 1 else 's'}"
-    if as_json:
-        emit_json(summary)
-    elif result.appended == 0:
-        console.print(term_text(f"already ingested: {runs} of {filename} "
-                                f"({len(result.skipped_ids)} events present, nothing added)"))
-    else:
-        console.print(term_text(
-            f"ingested {runs} of {filename} ({plan.format}): "
-            f"{result.appended} events at positions {result.positions[0]}–"
-            f"{result.positions[-1]}"))
 
 
 def _load_runs(store: Any, target: str | None) -> list[Any]:
@@ -119,6 +61,7 @@ def grade(
     """
     from tracestore.agent.grading import grade as grade_run
     from tracestore.agent.grading import recorded_summary, summary
+    from tracestore.cli.store_cmds import read_cases
 
     case_map = read_cases(cases) or {}
     with open_store(db) as store:

@@ -2,17 +2,16 @@
 
 ``tracestore ingest FILE`` once per file spends nearly all its time starting Python and
 opening the store (about 2.7 files a second).  Here the store is opened once and every
-file is planned and appended exactly as ``ingest`` does it -- the same ``plan_ingest`` and
-``append_plan``, ONE transaction per file, deterministic ids -- so each file is still all
-or nothing, and a file ingested before is a reported no-op.  A bad file is reported with
-its error code and the batch goes on with the next; the exit code is then 2.
+file goes through the same pipeline as ``ingest`` (``tracestore.ingest.pipeline``) -- ONE
+transaction per file, deterministic ids, agent-run files recorded as runs -- so each file
+is still all or nothing, and a file ingested before is a reported no-op.  A bad file is
+reported with its error code and the batch goes on with the next; the exit code is then 2.
 """
-
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +19,9 @@ from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
 )
 from tracestore.errors import InputError, TracestoreError
+
+if TYPE_CHECKING:
+    from tracestore.store.log import EventStore
 
 
 def batch_paths(paths: Sequence[Path]) -> list[Path]:
@@ -40,19 +42,22 @@ def batch_paths(paths: Sequence[Path]) -> list[Path]:
     return found
 
 
-def ingest_one(store: Any, path: Path) -> dict[str, Any]:
-    """Plan and append one file as ``tracestore ingest FILE`` would (one transaction for
-    its events and its decision)."""
-    from tracestore.cli.store_cmds import append_plan, read_input
-    from tracestore.ingest import plan_ingest
+def ingest_one(store: EventStore, path: Path) -> dict[str, Any]:
+    """Record one file through the ingest pipeline, exactly as ``tracestore ingest FILE``
+    does (one transaction for its events and its decisions; an agent-run file too)."""
+    from tracestore.agent.codes import AGENT_API
+    from tracestore.cli.store_cmds import read_input
+    from tracestore.ingest.pipeline import IngestOptions, PlanIngested, ingest_input
 
-    plan = plan_ingest(read_input(path), filename=path.name)
-    # As ingest does: the frames and the final decision in one transaction.
-    result = append_plan(store, plan)
-    decided = list(result.followed)
-    return {"file": str(path), "attempt_id": plan.attempt_id, "api": plan.api,
-            "kind": plan.kind, "frames": plan.frames, "appended": result.appended,
-            "skipped": len(result.skipped_ids), "decisions_recorded": decided}
+    done = ingest_input(store, read_input(path), IngestOptions(filename=path.name))
+    w = done.written
+    if isinstance(done, PlanIngested):
+        return {"file": str(path), "attempt_id": done.attempt_id, "api": done.api,
+                "kind": done.kind, "frames": done.frames, "appended": w.appended,
+                "skipped": w.skipped, "decisions_recorded": list(w.decisions_recorded)}
+    return {"file": str(path), "attempts": list(done.attempts), "api": AGENT_API,
+            "kind": done.format, "runs": len(done.attempts), "appended": w.appended,
+            "skipped": w.skipped, "decisions_recorded": list(w.decisions_recorded)}
 
 
 @app.command("ingest-batch")
@@ -64,7 +69,7 @@ def ingest_batch(
     as_json: JsonOption = False,
 ) -> None:
     """Ingest many files in one process: one transaction per file, same ids as ingest."""
-    from tracestore.bulk import paused_gc
+    from tracestore.store.bulk import paused_gc
 
     files = batch_paths(paths)
     reports: list[dict[str, Any]] = []

@@ -18,7 +18,7 @@ import typer
 
 from tracestore.cli.lazy import rich_console, rich_name
 from tracestore.errors import InputError, NotFound, TracestoreError
-from tracestore.neutralize import visible
+from tracestore.text.neutralize import visible
 from tracestore.store import ENV_VAR
 
 if TYPE_CHECKING:  # SQLAlchemy and the pydantic models load only in commands that use them
@@ -154,9 +154,9 @@ def json_text(value: Any, **options: Any) -> str:
 
 
 def report_error(exc: TracestoreError, *, as_json: bool) -> None:
-    """The one place errors are printed: passwords masked (``tracestore.masking``), text
+    """The one place errors are printed: passwords masked (``tracestore.text.masking``), text
     neutralized."""
-    from tracestore.masking import mask_context, mask_secrets
+    from tracestore.text.masking import mask_context, mask_secrets
 
     if as_json:
         sys.stderr.write(json_document(mask_context(exc.to_dict())) + "\n")

@@ -21,23 +21,6 @@ ContractOption = Annotated[Path, typer.Option(
     "--contract", help="Contract JSON file (see fixtures/contracts/).")]
 
 
-def read_contract(path: Path):  # type: ignore[no-untyped-def]
-    """Load and check a contract file (``invalid_contract`` / ``unsafe_pattern`` …)."""
-    from tracestore.cli.store_cmds import read_input
-    from tracestore.contracts.model import parse_contract_bytes
-
-    return parse_contract_bytes(read_input(path), name=str(path))
-
-
-def read_binding(path: Path | None):  # type: ignore[no-untyped-def]
-    if path is None:
-        return None
-    from tracestore.cli.store_cmds import read_input
-    from tracestore.contracts.binding import parse_binding_bytes
-
-    return parse_binding_bytes(read_input(path), name=str(path))
-
-
 @contract_app.command("check")
 @handles_errors
 def check(
@@ -50,7 +33,7 @@ def check(
     as_json: JsonOption = False,
 ) -> None:
     """Replay regression cases against a contract; exit 1 when any case's code differs."""
-    from tracestore.cli.store_cmds import read_input
+    from tracestore.cli.store_cmds import read_binding, read_contract, read_input
     from tracestore.contracts.binding import context_of
     from tracestore.contracts.regression import parse_cases, run_cases
 

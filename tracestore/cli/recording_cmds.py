@@ -62,7 +62,7 @@ def destination(
     as_json: JsonOption = False,
 ) -> None:
     """Record what the application wrote to a destination; audit compares it with the decision."""
-    from tracestore.recording.evidence import destination_event
+    from tracestore.ingest.evidence import destination_event
     from tracestore.events import NewEvent, attempt_stream
 
     event = destination_event(attempt, name, _read_text(text_file), readback=readback,
@@ -98,8 +98,8 @@ def task(
     Decisions recorded under older versions stay in the log as they were.
     """
     from tracestore.cli.store_cmds import read_task
-    from tracestore.recording.decisions import record_decisions
-    from tracestore.recording.evidence import revise_task
+    from tracestore.ingest.decisions import record_decisions
+    from tracestore.ingest.evidence import revise_task
 
     rule = read_task(task_file)
     assert rule is not None

@@ -1,14 +1,13 @@
 """Release commands: release, replay, audit.
 
 Thin by design: load events, call the pure projections (the same ones the replay planner
-runs while it plans), render.  ``replay`` appends a whole scenario in ONE transaction: the
-planner runs inside ``append_with`` so the positions it embeds (``decided_at_position``)
-are exactly the ones the store assigns.
+runs while it plans), render.  ``replay`` reads the scenario files and hands them to the ingest
+pipeline (``tracestore.ingest.pipeline.append_scenarios``), which plans each inside its ONE
+transaction so the positions it embeds are exactly the ones the store assigns.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,7 +24,7 @@ from tracestore.cli.store_cmds import read_input
 from tracestore.cli.tables import (  # noqa: F401 - rendering lives there; names kept here
     CELL_CHARS, decision_table, destinations_table, print_reasons, print_violations, timeline,
 )
-from tracestore.errors import InputError, NotFound, StoreError, TracestoreError
+from tracestore.errors import InputError, NotFound, TracestoreError
 
 # The projections, the pydantic event models and SQLAlchemy are imported inside the
 # functions that use them, so `tracestore --help` does not pay for them.
@@ -33,17 +32,12 @@ if TYPE_CHECKING:
     from tracestore.events import NewEvent, StoredEvent
     from tracestore.projections.destinations import AuditReport
     from tracestore.projections.release import ReleaseDecision
-    from tracestore.replay import Scenario
-    from tracestore.store.log import EventStore, WriteView
+    from tracestore.ingest.replay import Scenario
+    from tracestore.store.log import EventStore
 
 
 
 # -- loading -----------------------------------------------------------------------------
-
-def _merge(*groups: Sequence[StoredEvent]) -> list[StoredEvent]:
-    by_position = {e.position: e for group in groups for e in group}
-    return [by_position[p] for p in sorted(by_position)]
-
 
 def load_attempt_context(store: EventStore, attempt_id: str,
                          upto: int | None = None) -> list[StoredEvent]:
@@ -52,20 +46,9 @@ def load_attempt_context(store: EventStore, attempt_id: str,
     return store.read(trace_id=trace_of_attempt(store, attempt_id, upto=upto), upto=upto)
 
 
-def _prior_for(view: WriteView, scenario: Scenario) -> list[StoredEvent]:
-    """What the planner must see: the trace so far and any stream its attempts would reuse."""
-    from tracestore.events import attempt_stream
-    from tracestore.replay import OpenStep
-
-    groups = [view.read(trace_id=scenario.trace)]
-    groups += [view.read(stream=attempt_stream(s.attempt))
-               for s in scenario.steps if isinstance(s, OpenStep)]
-    return _merge(*groups)
-
-
 def read_scenario(path: Path) -> Scenario:
     from tracestore.providers.strictjson import strict_loads
-    from tracestore.replay import parse_scenario
+    from tracestore.ingest.replay import parse_scenario
 
     # Strict, like natives: the same depth and number bounds hold for scenarios (a scenario
     # nested 100k deep used to end in RecursionError).
@@ -105,56 +88,6 @@ def _capture_bytes(scenario: Path, name: str) -> bytes:
     return read_input(capture_path(scenario, name))  # never outside its folder (issue 26)
 
 
-class _ScenarioAppend:
-    """Plans one scenario inside the write transaction, against the log as it stands."""
-
-    def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
-        self.planned: list[NewEvent] = []
-        self.replayed_before = False
-
-    def __call__(self, view: WriteView) -> tuple[list[NewEvent], list[bytes]]:
-        from tracestore.replay import first_planned_id, plan_replay
-
-        if view.has_event(first_planned_id(self.scenario)):
-            self.replayed_before = True
-            return [], []
-        recorded_at = dt.datetime.fromisoformat(view.recorded_at)
-        self.planned[:] = plan_replay(self.scenario, prior=_prior_for(view, self.scenario),
-                                      head_position=view.head_position,
-                                      recorded_at=recorded_at)
-        return self.planned, []
-
-    def check(self, result: Any) -> None:
-        if result.skipped_ids and not self.replayed_before:
-            # The planner refuses known attempts, so this is a real conflict.
-            raise StoreError(f"{len(result.skipped_ids)} planned events were already "
-                             "stored; positions in the plan no longer hold",
-                             code="replay_conflict")
-
-    @property
-    def outcome(self) -> list[NewEvent] | None:
-        return None if self.replayed_before else self.planned
-
-
-def append_scenario(store: EventStore, scenario: Scenario) -> list[NewEvent] | None:
-    """Plan and append a scenario in one transaction; None when it was replayed before."""
-    step = _ScenarioAppend(scenario)
-    step.check(store.append_with(step))
-    return step.outcome
-
-
-def append_scenarios(store: EventStore, scenarios: Sequence[Scenario],
-                     ) -> list[list[NewEvent] | None | TracestoreError]:
-    """Append many scenarios in ONE transaction, a savepoint each: every scenario is still
-    all or nothing (a failing one is rolled back alone and its error takes its place), and
-    the log is synced once instead of once per scenario."""
-    steps = [_ScenarioAppend(s) for s in scenarios]
-    results = store.append_each(steps, check=lambda index, result: steps[index].check(result))
-    return [r if isinstance(r, TracestoreError) else step.outcome
-            for step, r in zip(steps, results)]
-
-
 def scenario_paths(paths: Sequence[Path]) -> list[Path]:
     """Files as given; a directory stands for its ``*.json`` files in name order."""
     found: list[Path] = []
@@ -181,14 +114,14 @@ def release(
     as_json: JsonOption = False,
 ) -> None:
     """Show an attempt's release decision: status, reasons, position, answer."""
-    from tracestore.contracts.envelope import project_envelope
+    from tracestore.projections.envelope import project_envelope
     from tracestore.projections.release import decide_with_view
 
     with open_store(db, create=False, read_only=True) as store:
         events = load_attempt_context(store, attempt, at)
     decision, view = decide_with_view(events, attempt, upto=at)
     envelope = project_envelope(decision, view)
-    from tracestore.recording.decisions import recorded_disagreements
+    from tracestore.ingest.decisions import recorded_disagreements
 
     # A recorded decision the running policy recomputes differently is shown, never replaced.
     disagreements = recorded_disagreements(events, attempt, decision)
@@ -246,8 +179,9 @@ def replay(
     Every scenario is read and checked before anything is written.  Replaying a scenario
     that is already in the log is a reported no-op.
     """
+    from tracestore.ingest.pipeline import append_scenarios
+    from tracestore.ingest.replay import replay_report
     from tracestore.projections import decide_all
-    from tracestore.replay import replay_report
 
     scenarios = [(path, read_scenario(path)) for path in scenario_paths(files)]
     reports: list[dict[str, Any]] = []

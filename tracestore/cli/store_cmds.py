@@ -1,8 +1,12 @@
-"""Store commands that write: init, ingest (reading commands are in ``log_cmds``)."""
+"""Store commands that write: init, ingest (reading commands are in ``log_cmds``).
+
+Thin: read the input files (captures, task rules, contracts, bindings, cases) and render;
+what an input means and how it is written is ``tracestore.ingest.pipeline``'s.  The file
+readers live here so every command module imports them from one place (below the others).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,9 +32,9 @@ from tracestore.errors import InputError
 # Heavy modules (SQLAlchemy, the pydantic event models, the decoders) are imported inside
 # the commands that use them, so `tracestore --help` and `--version` start fast.
 if TYPE_CHECKING:
+    from tracestore.contracts.model import Contract
     from tracestore.events import TaskRule
-    from tracestore.ingest import IngestPlan
-    from tracestore.store.log import AppendResult, EventStore, WriteView
+    from tracestore.ingest.pipeline import PlanIngested, RunsIngested
 
 # Captures are read whole (they are bodies of one response); anything larger than this is
 # refused up front instead of exhausting memory.
@@ -105,60 +109,26 @@ def read_task(path: Path | None) -> TaskRule | None:
     return rule
 
 
-def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> AppendResult:
-    """Append an ingest plan in ONE transaction, refusing to mix inputs in one attempt.
+def read_contract(path: Path) -> Contract:
+    """Load and check a contract file (``invalid_contract`` / ``unsafe_pattern`` …)."""
+    from tracestore.contracts.model import parse_contract_bytes
 
-    With ``decide`` the release decisions the plan makes final are derived from it while it
-    is written and appended in the same transaction (``result.followed`` holds their
-    positions): a crash leaves all of it or none of it."""
-    from tracestore.events import attempt_stream, trace_stream
-    from tracestore.ingest_decide import PlanDecisions
-
-    tap = PlanDecisions({plan.trace_id: [plan.attempt_id]}) if decide else None
-
-    def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
-        opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
-        new_task = plan.events[0].event.task
-        if opened and new_task is not None and opened[0].event.task != new_task:
-            raise InputError(
-                f"trace {plan.trace_id!r} already exists with another task rule; a trace has "
-                "one task, so choose another --trace or leave out --task",
-                code="trace_conflict", trace_id=plan.trace_id)
-        new_origin = plan.events[0].event.origin
-        if opened and new_origin is not None and opened[0].event.origin != new_origin:
-            raise InputError(
-                f"trace {plan.trace_id!r} already exists with origin "
-                f"{opened[0].event.origin or 'not stated'!r}; a trace has one origin, so "
-                "choose another --trace", code="trace_conflict", trace_id=plan.trace_id)
-        _check_bindings(view, plan)
-        stream = attempt_stream(plan.attempt_id)
-        first = view.read(stream=stream, limit=1)
-        # The plan's first attempt event follows trace.opened and any bindings.
-        if first and first[0].id != next(e.id for e in plan.events if e.stream == stream):
-            raise InputError(
-                f"attempt {plan.attempt_id!r} already holds events from another input; a "
-                "retry is a fresh attempt, so choose another --attempt",
-                code="attempt_exists", attempt_id=plan.attempt_id)
-        if tap is not None:
-            tap.prepare(view)
-        return plan.events, [plan.blob]
-
-    return store.append_with(build, tap=tap)
+    return parse_contract_bytes(read_input(path), name=str(path))
 
 
-def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
-    """A trace answers one request under one contract: a different one is refused."""
-    from itertools import takewhile
+def read_binding(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    from tracestore.contracts.binding import parse_binding_bytes
 
-    from tracestore.events import trace_stream
-    from tracestore.ingest import check_binding_conflicts
+    return parse_binding_bytes(read_input(path), name=str(path))
 
-    # Bindings are among the plan's leading trace-stream events; looking no further keeps a
-    # lazily planned body of a million frames from being generated (and parsed) twice.
-    stream = trace_stream(plan.trace_id)
-    lead = list(takewhile(lambda e: e.stream == stream, plan.events))
-    if any(e.event.type in ("contract.bound", "request.bound") for e in lead):
-        check_binding_conflicts(view.read(stream=stream), lead, plan.trace_id)
+
+def read_cases(path: Path | None) -> dict[str, Any] | None:
+    """Agent runs: the cases file (case id -> case)."""
+    from tracestore.ingest.agent import load_cases
+
+    return load_cases(read_input(path)) if path is not None else None
 
 
 @app.command()
@@ -205,79 +175,81 @@ def ingest(
     An agent run file (seed 001's comparison report, or one run result) records each run as
     its own trace and attempt instead.
     """
-    from tracestore.bulk import paused_gc
-    from tracestore.cli.contract_cmds import read_binding, read_contract
-    from tracestore.ingest import Bindings, plan_ingest
+    from dataclasses import replace
 
+    from tracestore.ingest.pipeline import (
+        IngestOptions, agent_format, plan_input, write_plan, write_runs,
+    )
+    from tracestore.ingest.plan import Bindings
+
+    # Only files are read here; what they mean is the pipeline's (tracestore.ingest).
     data = read_input(file)
     name = "stdin" if file == STDIN else file.name  # messages, progress, default ids
-    if fmt != "capture":
-        from tracestore.agent.ingest import FORMATS, sniff
-
-        if fmt != "auto" and fmt not in FORMATS:
-            raise InputError(f"--format {fmt!r} is not one of auto, capture, "
-                             f"{', '.join(FORMATS)}", code="unknown_format")
-        if fmt in FORMATS or sniff(data):
-            from tracestore.cli.agent_cmds import ingest_agent
-
-            ingest_agent(data, filename=name, fmt=fmt, trace=trace, attempt=attempt,
-                         cases=cases, db=db, as_json=as_json)
-            return
-    rule = read_task(task)
-    # Contract and binding are checked before anything is decoded or written.
-    bindings = Bindings(read_contract(contract) if contract else None, read_binding(binding))
-    with decode_progress(name, len(data), quiet=as_json) as progress, paused_gc():
-        plan = plan_ingest(data, filename=name, attempt_id=attempt, trace_id=trace,
-                           provider=provider, chunk_size=chunk_size, task=rule,
-                           progress=progress, bindings=bindings, origin=origin)
-    from tracestore.recording.evidence import check_retry_of, with_app_evidence
-
-    plan = with_app_evidence(plan, retry_of=retry_of, stop_after_byte=stop_after_byte)
+    runs_format = agent_format(data, fmt)
+    if runs_format is not None:
+        options = IngestOptions(filename=name, attempt_id=attempt, trace_id=trace,
+                                cases=read_cases(cases))
+        with open_store(db) as store:
+            runs = write_runs(store, data, runs_format, options)
+        render_runs(runs, name, as_json=as_json)
+        return
+    # Rule, contract and binding are checked before anything is decoded or written.
+    options = IngestOptions(
+        filename=name, attempt_id=attempt, trace_id=trace, provider=provider,
+        chunk_size=chunk_size, task=read_task(task),
+        bindings=Bindings(read_contract(contract) if contract else None, read_binding(binding)),
+        origin=origin, retry_of=retry_of, stop_after_byte=stop_after_byte)
+    with decode_progress(name, len(data), quiet=as_json) as progress:
+        plan = plan_input(data, replace(options, progress=progress))
     with open_store(db) as store:
-        check_retry_of(store, plan.trace_id, retry_of)
         # The frames and the final decision they imply: one transaction.
-        result = append_plan(store, plan)
-        warnings = provider_warnings(plan, provider)
-        plan = dataclasses.replace(plan, events=[], blob=b"")
-        del data
-        decided = list(result.followed)
-    for warning in warnings:
+        done = write_plan(store, plan, options)
+    del plan, data
+    render_plan(done, name, as_json=as_json)
+
+
+def render_plan(done: PlanIngested, name: str, *, as_json: bool) -> None:
+    for warning in done.warnings:
         err_console.print(term_text(f"warning: {warning}", "yellow"))
-    summary = {
-        "attempt_id": plan.attempt_id, "trace_id": plan.trace_id, "api": plan.api,
-        "kind": plan.kind, "framing": plan.framing, "sha256": plan.sha256,
-        "frames": plan.frames, "drain": plan.drain, "appended": result.appended,
-        "skipped": len(result.skipped_ids),
-        "positions": [result.positions[0], result.positions[-1]] if result.positions else [],
-        "decisions_recorded": decided,
+    w = done.written
+    summary: dict[str, Any] = {
+        "attempt_id": done.attempt_id, "trace_id": done.trace_id, "api": done.api,
+        "kind": done.kind, "framing": done.framing, "sha256": done.sha256,
+        "frames": done.frames, "drain": done.drain, "appended": w.appended,
+        "skipped": w.skipped, "positions": list(w.positions),
+        "decisions_recorded": list(w.decisions_recorded),
     }
-    if warnings:
-        summary["warnings"] = warnings
+    if done.warnings:
+        summary["warnings"] = list(done.warnings)
     if as_json:
         emit_json(summary)
         return
-    if result.appended == 0:
-        console.print(term_text(f"already ingested: attempt {plan.attempt_id} "
-                                f"({len(result.skipped_ids)} events present, nothing added)"))
+    if w.appended == 0:
+        console.print(term_text(f"already ingested: attempt {done.attempt_id} "
+                                f"({w.skipped} events present, nothing added)"))
         return
     console.print(term_text(
-        f"ingested {plan.frames} frames of {name} as attempt {plan.attempt_id} "
-        f"(trace {plan.trace_id}, {plan.api}, {plan.framing}, drain {plan.drain or 'none'}): "
-        f"{result.appended} events at positions {result.positions[0]}–{result.positions[-1]}"))
+        f"ingested {done.frames} frames of {name} as attempt {done.attempt_id} "
+        f"(trace {done.trace_id}, {done.api}, {done.framing}, drain {done.drain or 'none'}): "
+        f"{w.appended} events at positions {w.positions[0]}–{w.positions[-1]}"))
 
 
-def provider_warnings(plan: IngestPlan, provider: str) -> list[str]:
-    """A named --provider that recognized none of the frames is almost always the wrong one:
-    the attempt is stored (its bytes are evidence) but can never be released."""
-    if provider == "auto" or plan.frames == 0:
-        return []
-    # Stop at the first recognized frame: a large projection's events are planned lazily,
-    # so counting them all would plan the whole body a second time.
-    if any(e.event.type == "frame.received" and set(e.event.kinds) - {"unknown", "raw"}
-           for e in plan.events):
-        return []
-    return [f"--provider {provider} recognized none of the {plan.frames} frames; is this "
-            f"capture from another provider? (--provider auto tells them apart)"]
+def render_runs(done: RunsIngested, name: str, *, as_json: bool) -> None:
+    w = done.written
+    summary = {"format": done.format, "sha256": done.sha256, "runs": len(done.attempts),
+               "attempts": list(done.attempts), "appended": w.appended,
+               "skipped": w.skipped, "positions": list(w.positions),
+               "decisions_recorded": list(w.decisions_recorded)}
+    runs = f"{len(done.attempts)} agent run{'' if len(done.attempts) == 1 else 's'}"
+    if as_json:
+        emit_json(summary)
+    elif w.appended == 0:
+        console.print(term_text(f"already ingested: {runs} of {name} "
+                                f"({w.skipped} events present, nothing added)"))
+    else:
+        console.print(term_text(
+            f"ingested {runs} of {name} ({done.format}): "
+            f"{w.appended} events at positions {w.positions[0]}–{w.positions[-1]}"))
 
 
 # Inputs at least this large get a progress bar while they decode.

@@ -151,7 +151,7 @@ def load_contract(source: Any) -> Contract:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 
-    from tracestore.projections.semantics import check_pattern  # (projections import us)
+    from tracestore.text.patterns import check_pattern
 
     if not isinstance(source, dict):
         raise InputError("a contract must be a JSON object", code="invalid_contract")

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from tracestore import neutralize
+from tracestore.text import neutralize
 from tracestore.events import StoredEvent
 from tracestore.projections import AttemptView, ReleaseDecision, decide_all, project_attempt
 
@@ -136,7 +136,7 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 def inert(value: Any) -> Any:
     """What a span carries: ``clean``, then every control and bidi character shown as an
-    escape, as in every other output (``tracestore.neutralize``; issue 26) -- a trace viewer
+    escape, as in every other output (``tracestore.text.neutralize``; issue 26) -- a trace viewer
     draws model text, and an ESC or U+202E there must not act."""
     value = clean(value)
     if isinstance(value, str):

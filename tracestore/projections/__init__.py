@@ -14,6 +14,10 @@ from tracestore.projections.release import (
 )
 from tracestore.projections.semantics import Judgement, judge, judge_semantics
 
+# Registers the agent-run judge with ``release.JUDGES`` (this package init runs before any
+# of its modules, so ``import tracestore.projections.release`` alone has it too).
+from tracestore.projections import agent_release  # noqa: E402,F401  isort: skip
+
 __all__ = [
     "AttemptView", "project_attempt", "PROGRESS_TEXT", "AttemptDestinations", "AuditReport",
     "DestinationEntry", "Violation", "audit", "PROFILES", "Profile", "TerminalRule",

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tracestore.agent.codes import AGENT_API
 from tracestore.contracts.binding import context_of, inconsistency
 from tracestore.contracts.judge import ReplyVerdict, judge_reply
 from tracestore.events import (
@@ -270,6 +269,7 @@ def rule_in_force(events: Sequence[StoredEvent], trace_id: str) -> RuleInForce:
 class ReleaseJudge:
     """Incremental release decision for one attempt: ``feed`` events in position order."""
 
+
     def __init__(self, fold: AttemptFold, trace: TraceOpened | None,
                  task: RuleInForce | None = None) -> None:
         self.fold = fold
@@ -292,11 +292,7 @@ class ReleaseJudge:
         opening); ``rule`` is the task rule in force when the caller already knows it."""
         fold, trace = start_fold(events, attempt_id)
         task = rule if rule is not None else rule_in_force(events, fold.started.trace_id)
-        if fold.started.api == AGENT_API:  # an agent run: no stream, seed 001's conditions
-            from tracestore.agent.release import AgentReleaseJudge
-
-            return AgentReleaseJudge(fold, trace, task)
-        return cls(fold, trace, task)
+        return JUDGES.get(fold.started.api, cls)(fold, trace, task)
 
     def findings(self) -> tuple[Any, ...]:
         """Audit violations the judge itself found (agent runs: admission disagreements)."""
@@ -351,6 +347,19 @@ class ReleaseJudge:
 
     def view(self) -> AttemptView:
         return self.fold.view()
+
+
+#: The judge of each attempt ``api`` that is not a provider stream, registered by the
+#: module that defines it (``register_judge``).  An agent run (``agent-run``) registers
+#: ``projections.agent_release.AgentReleaseJudge``; the package's ``__init__`` imports that
+#: module, so every import of a projection has it registered.  The dispatch is data, so
+#: this module never imports its subclasses (no import circle).
+JUDGES: dict[str, type[ReleaseJudge]] = {}
+
+
+def register_judge(api: str, judge_class: type[ReleaseJudge]) -> None:
+    """Judge attempts started with ``api`` by ``judge_class`` (same interface)."""
+    JUDGES[api] = judge_class
 
 
 def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str, ...]:

@@ -276,7 +276,7 @@ def destinations_endpoint(recording: ProxyRecording | None) -> Any:
     """``POST /.tracestore/destinations`` ``{"attempt", "destination", "text", "readback"}``:
     the application's destination write (or read-back), recorded after the attempt's bytes."""
     from tracestore.events import NewEvent, attempt_stream
-    from tracestore.recording.evidence import destination_event
+    from tracestore.ingest.evidence import destination_event
 
     async def endpoint(request: Request) -> JSONResponse:
         if recording is None:

@@ -32,14 +32,14 @@ from tracestore.events import (
     AttemptStarted, CaptureSegment, FrameReceived, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
     trace_stream,
 )
-from tracestore.ingest import (
+from tracestore.ingest.plan import (
     DRAIN_OUTCOMES, Bindings, binding_events, check_binding_conflicts, event_id,
 )
 from tracestore.projections.release import ReleaseDecision
 from tracestore.projections.semantics import validate_rule
-from tracestore.recording.decisions import DecisionPlanner, decide_attempt, record_decisions
+from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_decisions
 from tracestore.recording.writer import current_batch
-from tracestore.recording.evidence import APP_DESTINATIONS, destination_event
+from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.stream import FeedResult, LiveCapture
 
 

@@ -131,7 +131,7 @@ class AttemptHandle:
         return self._body.recorder.decision()
 
     def _check(self, destination: str, text: str, *, cut_off: bool = False) -> None:
-        from tracestore.recording.evidence import destination_event
+        from tracestore.ingest.evidence import destination_event
 
         destination_event(self.attempt_id, destination, text, readback=False, cut_off=cut_off)
 

@@ -278,7 +278,7 @@ def _feed_planners(rec: Any, groups: list[Any], outcomes: list[Any]) -> None:
     the batch holds, at the positions the store gave them): deciding then reads nothing
     of them back."""
     from tracestore.events import StoredEvent
-    from tracestore.recording.decisions import feed_written
+    from tracestore.ingest.decisions import feed_written
 
     written: dict[str, list[StoredEvent]] = {}
     for (attempt, events, _, _), outcome in zip(groups, outcomes):

@@ -5,7 +5,7 @@ browser fetch anything; a Content-Security-Policy of ``default-src 'none'`` says
 to the browser, so even a mistake in escaping could not load or run anything.  Escaping is
 still the defence: every model text goes through Jinja2's autoescape and none is marked
 safe.  Before escaping, every value shown goes through the one neutralizer
-(``tracestore.neutralize.visible``, the terminal's and the records'): NUL, ESC, C1 controls
+(``tracestore.text.neutralize.visible``, the terminal's and the records'): NUL, ESC, C1 controls
 such as the 8-bit CSI U+009B, bidi controls, U+2028/9 and lone surrogates become visible
 ``\\xNN`` / ``\\uNNNN`` text, never raw bytes in the page (issue 26 item 3).
 """
@@ -43,7 +43,7 @@ def _neutralized(value: Any) -> Any:
     layout here, kept); markup the templates build (macros) keeps its safe mark."""
     from markupsafe import Markup
 
-    from tracestore.neutralize import visible
+    from tracestore.text.neutralize import visible
 
     if isinstance(value, Markup):
         return Markup(visible(str(value), keep="\n\t"))

@@ -149,7 +149,7 @@ def _final_texts(ctx: ReviewContext) -> list[str]:
 def candidate(ctx: ReviewContext) -> Derived | None:
     """What the deltas assembled, whether it is complete, and who has seen it."""
     if ctx.started.api == AGENT_API:  # an agent run: its answer and cited sources
-        from tracestore.agent.review import candidate as agent_candidate
+        from tracestore.review.agent import candidate as agent_candidate
 
         return agent_candidate(ctx)
     view = ctx.view
@@ -320,7 +320,7 @@ def release_decision(ctx: ReviewContext) -> Derived:
         cited = [d.decided_at_position]
     parts = [head, f"policy {d.policy_version}", *(_note(n) for n in d.notes)]
     if ctx.view.structured or R.EMPTY_ANSWER in d.reasons:
-        from tracestore.contracts.envelope import project_envelope
+        from tracestore.projections.envelope import project_envelope
 
         envelope = project_envelope(d, ctx.view)
         if envelope is not None:  # what a front end may show (seed 004)

@@ -117,7 +117,7 @@ def evidence_gap(ctx: ReviewContext) -> Derived:
     if ctx.view.terminal is not None and ctx.view.usage is None:
         gaps.append("usage metadata")
     if ctx.started.api == AGENT_API:  # an agent run has no transport; its own gaps instead
-        from tracestore.agent.review import evidence_gaps
+        from tracestore.review.agent import evidence_gaps
 
         gaps += evidence_gaps(ctx)
     elif ctx.view.drain is None:

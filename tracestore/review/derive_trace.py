@@ -259,7 +259,7 @@ def _live_segments(segments: list) -> str:
 def authority(ctx: ReviewContext) -> Derived | None:
     """Whether any tool or effect was configured, proposed, admitted or refused."""
     if ctx.started.api == AGENT_API:  # an agent run: its decisions, admitted or refused
-        from tracestore.agent.review import authority as agent_authority
+        from tracestore.review.agent import authority as agent_authority
 
         return agent_authority(ctx)
     p = _profile(ctx)

@@ -14,7 +14,7 @@ Markdown table cells (``md_cell``), decided rules:
   CommonMark cannot read it as emphasis — so ``end_turn`` stays readable in the raw file.
 * Every other control character (C0 incl. tab and lone CR, DEL, C1), the bidi
   controls that make text read differently from its bytes, U+2028/U+2029 and lone
-  surrogates -- the one set of ``tracestore.neutralize`` -- become visible ``\\xNN`` /
+  surrogates -- the one set of ``tracestore.text.neutralize`` -- become visible ``\\xNN`` /
   ``\\uNNNN`` text; nothing is silently removed.
 * Not escaped: ``#``, ``>`` block quotes, list markers and the like — a table cell holds
   inline content only, so they cannot start a block there; bare URLs that GitHub
@@ -34,8 +34,8 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from tracestore.neutralize import UNSAFE as _CONTROL
-from tracestore.neutralize import json_escaped, visible_control
+from tracestore.text.neutralize import UNSAFE as _CONTROL
+from tracestore.text.neutralize import json_escaped, visible_control
 
 _BACKSLASHED: Final = frozenset("\\|`*~[]$")
 _ENTITIES: Final = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}

@@ -46,7 +46,7 @@ def resolve_url(url: str | None) -> str:
     chosen = url or os.environ.get(ENV_VAR) or DEFAULT_URL
     if "://" not in chosen:  # a bare path is a SQLite file; be kind to people
         chosen = f"sqlite:///{chosen}"
-    from tracestore.masking import masked_url
+    from tracestore.text.masking import masked_url
 
     try:
         parsed = make_url(chosen)

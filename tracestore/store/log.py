@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from tracestore.bulk import paused_gc
+from tracestore.store.bulk import paused_gc
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError, TracestoreError
 from tracestore.events import (
     SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, to_json_bytes,

@@ -125,7 +125,7 @@ def require_current(read_engine: Engine, url: str) -> None:
     if _is_current(read_engine):
         return
     _require_tables(read_engine, url)
-    from tracestore.masking import masked_url
+    from tracestore.text.masking import masked_url
 
     try:
         with read_engine.connect() as conn:
@@ -189,7 +189,7 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
         message = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
         if "not a database" in message or "file is encrypted" in message:
             raise StoreError(f"{url} is not a SQLite database", code="not_our_database") from exc
-        from tracestore.masking import mask_secrets, masked_url
+        from tracestore.text.masking import mask_secrets, masked_url
 
         raise StoreError(f"cannot open {masked_url(url)}: {mask_secrets(message)}",
                          code="database_unavailable") from exc

@@ -16,14 +16,14 @@ StoredEvent, stream names).  Import from here.
 
 from __future__ import annotations
 
-from tracestore.event_codec import (
+from tracestore.events.codec import (
     SCHEMA_VERSIONS, UPCASTERS, parse_event, parse_event_json, to_json_bytes, upcast,
 )
-from tracestore.event_envelope import (
+from tracestore.events.envelope import (
     NewEvent, SerializedEvent, StoredEvent, attempt_stream, new_event_id, review_stream,
     trace_stream,
 )
-from tracestore.event_models import (
+from tracestore.events.models import (
     ANSWER_DESTINATIONS, EVENT_TYPES, MODELS, AgentMode, AttemptStarted, CaptureSegment,
     CaptureStored, ContractBound, Destination, DestinationReadBack, DestinationWritten,
     DrainOutcome, Event, EvidenceAttached, FrameReceived, FrameRejected, LocalStopped, ModelCalled,

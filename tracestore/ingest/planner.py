@@ -3,12 +3,12 @@
 Two kinds of input are accepted:
 
 * a **decoded projection** — a JSON array of native event objects with local labels
-  (planned by ``tracestore.ingest_projection``);
+  (planned by ``tracestore.ingest.projection``);
 * a **capture** — the raw body bytes an application received (SSE, NDJSON, Gemini JSON
   array, AWS event stream …), decoded by ``tracestore.wire`` and ``tracestore.providers``.
 
 What every plan shares (ids, origins, bindings, the envelope events) is in
-``tracestore.ingest_plan``; this module re-exports it, so callers import from here.
+``tracestore.ingest.plan``; this module re-exports it, so callers import from here.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from typing import Any
 
 from tracestore.errors import InputError, WireError
 from tracestore.events import FrameReceived, FrameRejected, TaskRule, TransportDrained
-from tracestore.ingest_fast import MAX_LABELS_PER_PROJECTION, HandOver
-from tracestore.ingest_plan import (
+from tracestore.ingest.fast import MAX_LABELS_PER_PROJECTION, HandOver
+from tracestore.ingest.plan import (
     DRAIN_OUTCOMES, ORIGINS, SYNTHETIC_CAPTURE, Bindings, IngestPlan, binding_events,
     check_binding_conflicts, default_attempt_id, envelope, event_id, id_prefix, origin_label,
 )
-from tracestore.ingest_projection import (
+from tracestore.ingest.projection import (
     PROJECTION_APIS, detect_projection_api, first_element_is_projection,
     is_label, plan_projection, plan_projection_fast, projection_api_of,
 )

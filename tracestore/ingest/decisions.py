@@ -37,7 +37,7 @@ from tracestore.events import (
     AttemptStarted, NewEvent, ReleaseDecided, SemanticJudged, StoredEvent,
     attempt_stream, trace_stream,
 )
-from tracestore.ingest import id_prefix
+from tracestore.ingest.plan import id_prefix
 from tracestore.projections import reasons as R
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, RuleInForce,
                                             rule_in_force)

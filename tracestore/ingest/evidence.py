@@ -19,7 +19,7 @@ from typing import Any
 
 from tracestore.errors import InputError
 from tracestore.events import FrameReceived, LocalStopped, NewEvent, TransportDrained
-from tracestore.ingest import IngestPlan, event_id
+from tracestore.ingest.plan import IngestPlan, event_id
 
 
 class _EvidencedEvents:

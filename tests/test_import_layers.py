@@ -1,0 +1,184 @@
+"""The packages of tracestore import each other in one direction only (issue 20 item 3).
+
+An ``ast`` scan of every module under ``tracestore/`` -- imports inside functions count
+too (most of ours are there, for start-up speed), relative imports resolved -- builds a
+graph between packages (``tracestore.X``: each subpackage, or a module at the top) and
+fails on any cycle, printing it with the import lines that make it.  The deprecated
+re-export shims (old paths kept for one release, see docs/api.md) are not part of the
+layering: they are checked to be shims and that no tracestore module imports them.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "tracestore"
+
+#: Old import paths that re-export a moved module (one release), and where it went.
+SHIMS = {
+    "tracestore.event_codec": "tracestore.events.codec",
+    "tracestore.event_envelope": "tracestore.events.envelope",
+    "tracestore.event_models": "tracestore.events.models",
+    "tracestore.ingest_decide": "tracestore.ingest.decide",
+    "tracestore.ingest_fast": "tracestore.ingest.fast",
+    "tracestore.ingest_plan": "tracestore.ingest.plan",
+    "tracestore.ingest_projection": "tracestore.ingest.projection",
+    "tracestore.replay": "tracestore.ingest.replay",
+    "tracestore.bulk": "tracestore.store.bulk",
+    "tracestore.masking": "tracestore.text.masking",
+    "tracestore.neutralize": "tracestore.text.neutralize",
+    "tracestore.agent.ingest": "tracestore.ingest.agent",
+    "tracestore.agent.release": "tracestore.projections.agent_release",
+    "tracestore.agent.review": "tracestore.review.agent",
+    "tracestore.agent.recorder": "tracestore.recording.agent",
+    "tracestore.contracts.envelope": "tracestore.projections.envelope",
+}
+#: What may sit loose at the package root: the public API, errors, the version, ``-m``.
+ROOT_MODULES = {"tracestore.__main__", "tracestore._version", "tracestore.api",
+                "tracestore.errors"}
+
+
+def modules() -> dict[str, tuple[Path, bool]]:
+    """Dotted name -> (file, is a package ``__init__``) for every module under tracestore/."""
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        found[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+    return found
+
+
+MODULES = modules()
+
+
+def _resolve(name: str) -> str:
+    """The longest prefix of ``name`` that is a module (``from m import f`` names f)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def imports(name: str, source: str | None = None) -> list[tuple[str, int]]:
+    """(module imported, line) for every import in module ``name``, at any depth."""
+    path, is_package = MODULES[name]
+    found = []
+    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[:len(base) - (node.level - 1)]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{a.name}" for a in node.names]
+        else:
+            continue
+        found += [(t, node.lineno) for t in map(_resolve, targets)
+                  if t.split(".")[0] == "tracestore" and t != "tracestore"]
+    return found
+
+
+def unit(name: str) -> str:
+    """The layer a module belongs to: ``tracestore.X`` (a subpackage or a top module)."""
+    return ".".join(name.split(".")[:2])
+
+
+def package_graph() -> dict[str, dict[str, list[str]]]:
+    """unit -> unit it imports -> the import lines (``module:line -> target``) doing it."""
+    graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for name in MODULES:
+        if name in SHIMS:
+            continue
+        for target, line in imports(name):
+            a, b = unit(name), unit(target)
+            if a != b:
+                graph[a][b].append(f"{name}:{line} -> {target}")
+    return graph
+
+
+def find_cycle(graph: dict[str, dict[str, list[str]]]) -> list[str] | None:
+    """One cycle (its units, first repeated at the end), or None; depth first."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, {})):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph = package_graph()
+    cycle = find_cycle(graph)
+    if cycle is not None:
+        lines = [f"{a} -> {b}:\n    " + "\n    ".join(graph[a][b][:3])
+                 for a, b in zip(cycle, cycle[1:])]
+        raise AssertionError("import cycle " + " -> ".join(cycle) + "\n" + "\n".join(lines))
+
+
+def test_the_scan_sees_imports_inside_functions_and_relative_ones() -> None:
+    # Not vacuous: a lazy import in a function body and a cycle are both found.
+    assert ("tracestore.store.engine", 119) in imports("tracestore.cli.common")  # in a function
+    relative = "def f():\n    from .engine import resolve_url\n    from ..events import codec\n"
+    assert imports("tracestore.store.log", relative) == [
+        ("tracestore.store.engine", 2), ("tracestore.events.codec", 3)]
+    assert find_cycle({"a": {"b": ["x"]}, "b": {"a": ["y"]}}) == ["a", "b", "a"]
+    assert find_cycle({"a": {"b": ["x"]}}) is None
+
+
+def test_shims_are_aliases_and_nothing_in_tracestore_imports_them() -> None:
+    for old, new in SHIMS.items():
+        path, _ = MODULES[old]
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert [t for t, _ in imports(old)] == [new], old
+        assert "Deprecated path" in (ast.get_docstring(tree) or ""), old
+    users = sorted(f"{name} imports {target}" for name in MODULES if name not in SHIMS
+                   for target, _ in imports(name) if target in SHIMS)
+    assert users == [], "use the new paths:\n" + "\n".join(users)
+
+
+def test_nothing_loose_at_the_package_root_but_the_api_errors_and_version() -> None:
+    loose = {n for n, (p, pkg) in MODULES.items() if n.count(".") == 1 and not pkg}
+    assert loose - set(SHIMS) <= ROOT_MODULES, sorted(loose - set(SHIMS) - ROOT_MODULES)
+
+
+def test_every_package_says_what_it_owns() -> None:
+    for name, (path, is_package) in MODULES.items():
+        if is_package and name.count(".") == 1 and not name.split(".")[1].startswith("_"):
+            assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), name
+
+
+def test_the_readme_layout_lists_the_packages_in_import_order() -> None:
+    # README "Layout": from text/ to export/ a package imports only earlier ones.
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("## Layout", 1)[1]
+    listed = [line.split()[0].rstrip("/").replace("/", ".") for line in
+              text.split("```")[1].strip().splitlines() if line.startswith("tracestore/")]
+    layers = [u for u in listed if u != "tracestore.cli" and not u.endswith(".py")]
+    packages = {unit(n) for n, (_, pkg) in MODULES.items() if pkg and n.count(".") == 1}
+    assert packages - {"tracestore._migrations"} == set(layers) | {"tracestore.cli"}
+    rank = {u: i for i, u in enumerate(layers)}
+    upward = sorted(f"{a} -> {b}" for a, targets in package_graph().items() if a in rank
+                    for b in targets if b in rank and rank[b] > rank[a])
+    assert upward == []

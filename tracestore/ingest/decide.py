@@ -1,0 +1,173 @@
+"""An ingest's release decisions, derived from its plan inside its ONE transaction.
+
+``tracestore ingest`` used to append the frames in one transaction and, in a second, read
+the whole trace back, parse every event again and append the ``release.decided`` the plan
+already implied.  A crash between the two left an attempt without its decision for good
+(re-running the ingest was a no-op), and the read-back was over a third of an ingest.
+
+``PlanDecisions`` is a store ``Tap`` (``EventStore.append_with(..., tap=)``):
+
+* **before** the plan is written (``prepare``, called by the caller's builder) it reads the
+  trace's prior state, which is small: the trace stream (opening, task versions, bindings)
+  and the trace's ``attempt.started``/``release.decided`` rows; an older attempt still
+  undecided (a new attempt will supersede it) has its own events read as well;
+* **while** the plan is written it folds each event the store writes (``written``): the
+  model the plan built (a lazily planned frame lends its fields, never parsed back);
+* **then** it hands the store the ``semantic.judged``/``release.decided`` events now due,
+  appended in the same transaction: all or nothing.
+
+When nothing of an attempt was written (the input is already in the store) and its
+decision is missing -- a store left so by an older version's crash -- the decision is
+planned from a read of the trace instead, so re-running the ingest repairs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import select
+
+from tracestore.events import (
+    SCHEMA_VERSIONS, AttemptStarted, FrameReceived, NewEvent, SerializedEvent, StoredEvent, attempt_stream,
+    trace_stream,
+)
+from tracestore.projections.release import ReleaseJudge, rule_in_force
+from tracestore.ingest.decisions import DecisionPlanner, decision_id
+from tracestore.store.reads import _to_stored
+from tracestore.store.schema import events as events_table
+
+
+class PlanDecisions:
+    """The decisions one append of ingest plans makes final (see the module docstring).
+
+    ``attempts`` maps each trace the plan writes to the attempts the plan holds in it.
+    """
+
+    def __init__(self, attempts: Mapping[str, Sequence[str]]) -> None:
+        self.attempts = {trace: tuple(ids) for trace, ids in attempts.items()}
+        self.planners: dict[str, DecisionPlanner] = {}
+        self.started: set[str] = set()
+        "Attempts of the plan whose ``attempt.started`` was written by this append."
+        self._older: dict[str, list[StoredEvent]] = {}
+        self._recorded_at: Any = None
+
+    # -- before the plan is written ----------------------------------------------------
+    def prepare(self, view: Any) -> None:
+        """Read each trace's prior state (never an event of the new attempts: none is
+        written yet).  Call from the ``append_with`` builder."""
+        import datetime as dt
+
+        self._recorded_at = dt.datetime.fromisoformat(view.recorded_at)
+        for trace in self.attempts:
+            planner = DecisionPlanner(trace, view.read(stream=trace_stream(trace)))
+            planner.position = view.head_position
+            self.planners[trace] = planner
+            self._older[trace] = self._undecided_older(view, planner)
+
+    def _undecided_older(self, view: Any, planner: DecisionPlanner) -> list[StoredEvent]:
+        """The events of the trace's earlier attempts not yet decided under the rule in
+        force (the next attempt.started supersedes them), in position order."""
+        rows = view.conn.execute(
+            select(events_table).where(events_table.c.trace_id == planner.trace_id)
+            .where(events_table.c.type.in_(("attempt.started", "release.decided")))
+            .order_by(events_table.c.position)).mappings()
+        starts: list[StoredEvent] = []
+        decided: set[str] = set()
+        for stored in map(_to_stored, rows):
+            if stored.type == "release.decided":
+                if stored.event.rule_version == planner.rule.version:
+                    decided.add(stored.event.attempt_id)
+            elif stored.event.trace_id == planner.trace_id:
+                starts.append(stored)
+        open_ = [s.event.attempt_id for s in starts if s.event.attempt_id not in decided]
+        if not open_:
+            return []
+        found = {s.position: s for s in starts}
+        for attempt_id in open_:
+            for stored in view.read(stream=attempt_stream(attempt_id)):
+                found[stored.position] = stored
+        return [found[p] for p in sorted(found)]
+
+    def _judge_older(self, planner: DecisionPlanner) -> None:
+        """Judges for the trace's undecided earlier attempts, fed their own events (and
+        the trace's later starts): the plan's attempt.started may supersede them."""
+        older = self._older.pop(planner.trace_id, [])
+        for start in older:
+            event = start.event
+            if not isinstance(event, AttemptStarted) or event.attempt_id in planner.judges:
+                continue
+            judge = ReleaseJudge.for_attempt([*planner.trace_events, start], event.attempt_id,
+                                             planner.rule)
+            for stored in older:
+                judge.feed(stored)
+            if not (judge.decided and (event.attempt_id, planner.rule.version)
+                    in planner.recorded):
+                planner.judges[event.attempt_id] = judge
+
+    # -- while the plan is written (the store calls these) -------------------------------
+    def written(self, position: int, version: int, new: Any, digest: str) -> None:
+        planner = self.planners.get(new.trace_id)
+        if planner is None:
+            return
+        if new.__class__ is SerializedEvent:
+            event = _model_of(new)
+            type_name = new.type
+        else:
+            event = new.event
+            type_name = event.type
+        stored = StoredEvent(position, new.id, new.stream, version, type_name,
+                             SCHEMA_VERSIONS[type_name],
+                             self._recorded_at, new.trace_id, event, digest)
+        if new.stream == planner.stream:  # the plan's trace opening or bindings
+            planner.trace_events.append(stored)
+            planner.trace_version = version
+            planner.rule = rule_in_force(planner.trace_events, planner.trace_id)
+            planner.position = position
+            return
+        if isinstance(event, AttemptStarted):
+            self._judge_older(planner)
+            if event.attempt_id in self.attempts.get(planner.trace_id, ()):
+                self.started.add(event.attempt_id)
+        planner.feed(stored)
+
+    def then(self, view: Any, result: Any) -> list[NewEvent]:
+        due: list[NewEvent] = []
+        for trace, planner in self.planners.items():
+            due += planner.missing()
+            for attempt_id in self.attempts[trace]:
+                if attempt_id not in self.started and not view.has_event(
+                        decision_id(attempt_id, planner.rule.version, "decided")):
+                    due += _repair(view, trace)
+                    break
+        return _distinct(due)
+
+
+def _repair(view: Any, trace: str) -> list[NewEvent]:
+    """The trace's missing decisions from a read of it (inside the write transaction)."""
+    planner = DecisionPlanner(trace, view.read(stream=trace_stream(trace)))
+    for stored in view.read(trace_id=trace):
+        planner.feed(stored)
+    return planner.missing()
+
+
+def _distinct(events: Iterable[NewEvent]) -> list[NewEvent]:
+    seen: set[str] = set()
+    out = []
+    for event in events:
+        if event.id not in seen:
+            seen.add(event.id)
+            out.append(event)
+    return out
+
+
+def _model_of(new: SerializedEvent) -> Any:
+    """The model of a lazily planned event: its fields when the plan lent them (a frame:
+    built without validation, it was validated as it was planned), else parsed."""
+    fields = new.fields
+    if fields is not None and new.type == "frame.received":
+        return FrameReceived.model_construct(**fields)
+    return new.event
+
+
+__all__ = ["PlanDecisions"]
