@@ -38,7 +38,7 @@ def _load_runs(store: Any, target: str | None) -> list[Any]:
             runs = [r for r in agent_runs(store.read(trace_id=first[0].trace_id))
                     if r.attempt_id == target]
     if not runs:
-        raise NotFound(f"no agent run or trace {target!r} in the log", code="not_found",
+        raise NotFound(f"no agent run or trace {target!r} in the log", code="attempt_not_found",
                        target=target)
     return runs
 
