@@ -149,8 +149,8 @@ BINDING_CORPUS_MISMATCH: Final = _code("binding_corpus_mismatch", 2, "A selected
 # -- the store -------------------------------------------------------------------------------
 NO_STORE: Final = _code("no_store", 4, "No tracestore store exists at the --db given (read-only "
     "commands never create one).")
-MEMORY_DB_REFUSED: Final = _code("memory_db_refused", 2, "--db sqlite:// is an in-memory "
-    "database; the CLI refuses it because nothing would be kept.")
+MEMORY_DB_REFUSED: Final = _code("memory_db_refused", 2, "The CLI refuses --db sqlite://, an "
+    "in-memory database: nothing would be kept.")
 INVALID_DB_URL: Final = _code("invalid_db_url", 2, "The database URL does not parse or names an "
     "impossible port.")
 DRIVER_MISSING: Final = _code("driver_missing", 3, "The database driver for the URL is not "
@@ -239,12 +239,12 @@ UNKNOWN_PROPOSAL: Final = _code("unknown_proposal", 2, "No proposal of that inde
 INVALID_CASES: Final = _code("invalid_cases", 2, "A grading cases file is not a list of cases.")
 
 # -- reviews ---------------------------------------------------------------------------------
-ACTION_REQUIRED: Final = _code("action_required", 2, "review-batch was given nothing to do (no "
+ACTION_REQUIRED: Final = _code("action_required", 2, "Review-batch was given nothing to do (no "
     "--set, no --approve).")
-FILTER_REQUIRED: Final = _code("filter_required", 2, "review-batch needs at least one filter.")
-ATTEMPT_REQUIRED: Final = _code("attempt_required", 2, "review needs an ATTEMPT (or --blank).")
-BLANK_TAKES_NO_ATTEMPT: Final = _code("blank_takes_no_attempt", 2, "--blank prints the empty "
-    "record and takes no attempt or action.")
+FILTER_REQUIRED: Final = _code("filter_required", 2, "Review-batch needs at least one filter.")
+ATTEMPT_REQUIRED: Final = _code("attempt_required", 2, "Review needs an ATTEMPT (or --blank).")
+BLANK_TAKES_NO_ATTEMPT: Final = _code("blank_takes_no_attempt", 2, "The --blank record takes no "
+    "attempt or action.")
 TRACE_REQUIRED: Final = _code("trace_required", 2, "The command needs a TRACE or an --attempt.")
 ATTEMPT_NOT_IN_TRACE: Final = _code("attempt_not_in_trace", 2, "The attempt is not part of the "
     "trace named.")
@@ -252,7 +252,7 @@ UNKNOWN_FILTER_VALUE: Final = _code("unknown_filter_value", 2, "A filter value i
     "known values.")
 INVALID_TIME: Final = _code("invalid_time", 2, "A time option is neither an ISO time nor an age "
     "like 24h.")
-INVALID_SET: Final = _code("invalid_set", 2, "--set is not FIELD=VALUE.")
+INVALID_SET: Final = _code("invalid_set", 2, "A --set is not FIELD=VALUE.")
 UNKNOWN_FIELD: Final = _code("unknown_field", 2, "The template has no such field.")
 EMPTY_VALUE: Final = _code("empty_value", 2, "A review value is blank (blank is UNKNOWN already).")
 VALUE_TOO_LONG: Final = _code("value_too_long", 2, "A review value is longer than the limit.")
@@ -336,21 +336,21 @@ INVALID_ENDPOINT: Final = _code("invalid_endpoint", 2, "An --endpoint is not an 
     "a host and a port.")
 
 # -- tracestore proxy (HTTP error bodies; the exit code is the command's) --------------------
-INVALID_LISTEN: Final = _code("invalid_listen", 2, "--listen is not HOST:PORT.")
+INVALID_LISTEN: Final = _code("invalid_listen", 2, "The --listen value is not HOST:PORT.")
 INVALID_ROUTE: Final = _code("invalid_route", 2, "A --route is not PREFIX=URL.")
 REQUEST_TOO_LARGE: Final = _code("request_too_large", 2, "A request body to the proxy is larger "
     "than the limit.")
-NO_ROUTE: Final = _code("no_route", None, "proxy (HTTP 404): no --route prefix matches the "
+NO_ROUTE: Final = _code("no_route", None, "Proxy, HTTP 404: no --route prefix matches the "
     "request path.")
-UPSTREAM_TIMEOUT: Final = _code("upstream_timeout", None, "proxy (HTTP 504): the upstream did not "
+UPSTREAM_TIMEOUT: Final = _code("upstream_timeout", None, "Proxy, HTTP 504: the upstream did not "
     "answer in time.")
-UPSTREAM_UNREACHABLE: Final = _code("upstream_unreachable", None, "proxy (HTTP 502): the upstream "
+UPSTREAM_UNREACHABLE: Final = _code("upstream_unreachable", None, "Proxy, HTTP 502: the upstream "
     "could not be reached.")
-NOT_RECORDING: Final = _code("not_recording", None, "proxy (HTTP 503): this proxy records "
+NOT_RECORDING: Final = _code("not_recording", None, "Proxy, HTTP 503: this proxy records "
     "nothing.")
-INVALID_DESTINATION_REQUEST: Final = _code("invalid_destination_request", None, "proxy (HTTP "
-    "400): a destination request is not the JSON object expected.")
-METHOD_NOT_ALLOWED: Final = _code("method_not_allowed", None, "proxy (HTTP 405): the endpoint "
+INVALID_DESTINATION_REQUEST: Final = _code("invalid_destination_request", None, "Proxy, HTTP "
+    "400: a destination request is not the JSON object expected.")
+METHOD_NOT_ALLOWED: Final = _code("method_not_allowed", None, "Proxy, HTTP 405: the endpoint "
     "takes POST only.")
 
 
