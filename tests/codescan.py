@@ -24,6 +24,7 @@ a new kind of indirection fails the test until it is looked at.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +50,14 @@ class Use:
     exit_code: int | None  # the raising class's, None for JSON dicts and HTTP bodies
 
 
+@functools.cache
+def _parsed() -> tuple[tuple[str, ast.Module], ...]:
+    return tuple((path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8")))
+                 for path in sorted(PACKAGE.rglob("*.py")))
+
+
 def _modules() -> Iterator[tuple[str, ast.Module]]:
-    for path in sorted(PACKAGE.rglob("*.py")):
-        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8"))
+    yield from _parsed()
 
 
 def _name(node: ast.expr) -> str | None:
