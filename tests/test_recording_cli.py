@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tracestore.events import FrameReceived, LocalStopped
+from tracestore.events import FrameReceived
 from tracestore.store.log import EventStore
 
 from clihelp import count_events, run

@@ -6,7 +6,7 @@ Thin: load events, call the pure agent projections (``tracestore.agent``), rende
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -16,8 +16,12 @@ from tracestore.cli.common import (
 from tracestore.cli.lazy import rich_name
 
 box = rich_name("rich.box")
-Table = rich_name("rich.table", "Table")
-Text = rich_name("rich.text", "Text")
+if TYPE_CHECKING:  # the real classes for the type checker (see cli/common.py's Text)
+    from rich.table import Table
+    from rich.text import Text
+else:
+    Table = rich_name("rich.table", "Table")
+    Text = rich_name("rich.text", "Text")
 
 
 def _load_runs(store: Any, target: str | None) -> list[Any]:
@@ -68,14 +72,14 @@ def grade(
         runs = _load_runs(store, target)
     grades = [grade_run(r, case_map.get(r.opened.case_id or "") if cases else None)
               for r in runs]
-    result = {"runs": [g.to_dict() for g in grades], "summary": summary(grades),
-              "recorded_summary": recorded_summary(grades)}
+    computed, recorded = summary(grades), recorded_summary(grades)
     if as_json:
-        emit_json(result)
+        emit_json({"runs": [g.to_dict() for g in grades], "summary": computed,
+                   "recorded_summary": recorded})
         return
     console.print(_grade_table(grades))
     console.print(_trajectory_table(grades))
-    _print_summary(grades, result["summary"], result["recorded_summary"], bool(cases))
+    _print_summary(grades, computed, recorded, bool(cases))
 
 
 def _check_cell(grade: Any) -> Text:

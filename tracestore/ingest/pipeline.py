@@ -18,7 +18,7 @@ decides nothing.  Planning is pure; only ``write_input`` and ``append_*`` touch 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING, Any, Union
@@ -180,7 +180,7 @@ def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> 
 
     tap = PlanDecisions({plan.trace_id: [plan.attempt_id]}) if decide else None
 
-    def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
+    def build(view: WriteView) -> tuple[Iterable[Any], list[bytes]]:
         opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
         new_task = plan.events[0].event.task
         if opened and new_task is not None and opened[0].event.task != new_task:
@@ -235,7 +235,7 @@ def append_runs(store: EventStore, plan: AgentIngestPlan) -> AppendResult:
         runs.setdefault(trace_id, []).append(attempt_id)
     tap = PlanDecisions(runs)  # each run's final decision, in the same transaction
 
-    def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
+    def build(view: WriteView) -> tuple[Iterable[Any], list[bytes]]:
         for attempt_id, _, _ in plan.runs:
             stream = attempt_stream(attempt_id)
             first = view.read(stream=stream, limit=1)
