@@ -58,7 +58,7 @@ def build_store(path: Path, attempts: int) -> float:
                                    trace_id=f"t{n}")
                 yield from plan.events
         store.append(events(), blob_data=[data])
-        from tracestore.cli import queue_index as qi
+        from tracestore.review import queue_index as qi
 
         start = time.perf_counter()
         qi.sync(store)
@@ -82,7 +82,7 @@ def build_store(path: Path, attempts: int) -> float:
 # As bench/reads.py: the work after start-up, so the store opens without the schema check
 # (every command pays that once, whatever it does; bench/startup.py measures start-up).
 def ours_attempts(db: str) -> None:
-    from tracestore.cli import queue_index as qi
+    from tracestore.review import queue_index as qi
     from tracestore.cli.common import emit_json
     from tracestore.store.log import EventStore
 
@@ -92,7 +92,7 @@ def ours_attempts(db: str) -> None:
 
 
 def ours_reviews(db: str) -> None:
-    from tracestore.cli import queue_index as qi
+    from tracestore.review import queue_index as qi
     from tracestore.cli.common import emit_json
     from tracestore.store.log import EventStore
 
@@ -106,7 +106,7 @@ _OPEN: dict[str, object] = {}
 
 def ours_open_attempts(db: str) -> None:
     """The same queries on a store already open: what the command does beyond opening it."""
-    from tracestore.cli import queue_index as qi
+    from tracestore.review import queue_index as qi
     from tracestore.cli.common import emit_json
 
     store = _OPEN[db]
@@ -115,7 +115,7 @@ def ours_open_attempts(db: str) -> None:
 
 
 def ours_open_reviews(db: str) -> None:
-    from tracestore.cli import queue_index as qi
+    from tracestore.review import queue_index as qi
     from tracestore.cli.common import emit_json
 
     store = _OPEN[db]

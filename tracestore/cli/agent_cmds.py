@@ -23,8 +23,11 @@ else:
     Table = rich_name("rich.table", "Table")
     Text = rich_name("rich.text", "Text")
 
+if TYPE_CHECKING:
+    from tracestore.store.log import EventStore
 
-def _load_runs(store: Any, target: str | None) -> list[Any]:
+
+def _load_runs(store: EventStore, target: str | None) -> list[Any]:
     """The agent runs of one attempt, one trace, or (no target) the whole log, trace by trace."""
     from tracestore.agent.run import agent_runs
     from tracestore.errors import NotFound

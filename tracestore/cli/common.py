@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 
 from tracestore.cli.lazy import rich_console, rich_name
-from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.errors import InputError, TracestoreError
 from tracestore.text.neutralize import visible
 from tracestore.store import ENV_VAR
 
@@ -197,15 +197,9 @@ def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = N
 
     Raises ``NotFound`` with ``code`` when the log (as of ``upto``) has no such attempt.
     """
-    from tracestore.events import AttemptStarted
+    from tracestore.api import Store
 
-    first = store.read(attempt_id=attempt_id, upto=upto, limit=1)
-    started = first[0].event if first else None
-    if not isinstance(started, AttemptStarted):
-        raise NotFound(f"no attempt {attempt_id!r} in the log"
-                       + (f" at or before position {upto}" if upto is not None else ""),
-                       code=code, attempt_id=attempt_id)
-    return started.trace_id
+    return Store(store).trace_of(attempt_id, upto=upto, code=code)
 
 
 def json_document(value: Any) -> str:

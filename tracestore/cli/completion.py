@@ -12,7 +12,7 @@ import typer
 
 def _complete(ctx: Any, incomplete: str, what: str) -> list[str]:
     try:
-        from tracestore.cli import queue_index as qi
+        from tracestore.review import queue_index as qi
         from tracestore.store.log import EventStore
 
         db = (getattr(ctx, "params", None) or {}).get("db")

@@ -150,20 +150,18 @@ def attempts(
 ) -> None:
     """List attempts with trace, API, release status, review state and event counts; the
     options filter (a reviewer's queue)."""
-    from tracestore.cli import queue_index as qi
-
-    filters = qi.QueueFilter(status=status, reason=reason, api=api, trace=trace, since=since,
-                             until=until, has_violations=has_violations,
-                             review_state=review_state, violation=violation)
+    from tracestore.api import Store
     from tracestore.store.engine import cannot_write, resolve_url
 
     with open_store(db, create=False, read_only=cannot_write(resolve_url(db))) as store:
-        listing = qi.select_attempts(store, filters)
+        listing = Store(store).attempts(
+            status=status, reason=reason, api=api, trace=trace, since=since, until=until,
+            has_violations=has_violations, review_state=review_state, violation=violation)
     if as_json:
         # A row's violation count is violation_count ("violations" is a list in audit and
         # replay, docs/json.md); the old integer key stays for one release.
         emit_json({"attempts": [{**row, "violation_count": row["violations"]}
-                                for row in listing]})
+                                for row in (a.to_dict() for a in listing)]})
         return
     from rich.table import Table
 
@@ -173,38 +171,29 @@ def attempts(
     more = len(listing) - len(shown)
     table = Table(title=f"{len(listing)} attempts" + (f" (first {len(shown)} shown)"
                                                       if more else ""))
-    token_column(table, "attempt", [r["attempt_id"] for r in shown])
-    token_column(table, "trace", [r["trace_id"] or "" for r in shown])
-    token_column(table, "api", [r["api"] or "" for r in shown])
+    token_column(table, "attempt", [r.attempt_id for r in shown])
+    token_column(table, "trace", [r.trace_id or "" for r in shown])
+    token_column(table, "api", [r.api or "" for r in shown])
     # Status above review state in one cell: at 80 columns every code stays whole.
     table.add_column("status\nreview", no_wrap=True, min_width=max(
-        [len(c) for r in shown for c in (r["status"], r["review_state"])] + [6]))
+        [len(c) for r in shown for c in (r.status, r.review_state)] + [6]))
     table.add_column("events", justify="right", no_wrap=True)
     table.add_column("first pos", justify="right", no_wrap=True)
     for row in shown:
-        table.add_row(term_text(row["attempt_id"]), term_text(row["trace_id"] or ""),
-                      term_text(row["api"] or ""),
-                      term_text(row["status"]) + "\n" + term_text(row["review_state"]),
-                      str(row["events"]), str(row["first_position"]))
+        table.add_row(term_text(row.attempt_id), term_text(row.trace_id or ""),
+                      term_text(row.api or ""),
+                      term_text(row.status) + "\n" + term_text(row.review_state),
+                      str(row.events), str(row.first_position))
     console.print(table)
     if more:
         console.print(term_text(f"{more} more: --json lists them all", "dim"))
 
 
 def review_signatures(store: EventStore) -> Any:
-    """Check every review signature (issue 21): one indexed-free pass over the registry
-    and review events only, in position order."""
-    from sqlalchemy import select
+    """Check every review signature (issue 21): ``Store.review_signatures``."""
+    from tracestore.api import Store
 
-    from tracestore.review.signing import SIGNED_TYPES, check_signatures
-    from tracestore.store.reads import _to_stored
-    from tracestore.store.schema import events as table
-
-    kinds = (*SIGNED_TYPES, "reviewer.added", "store.setting")
-    with store._reader.connect() as conn:
-        rows = conn.execute(select(table).where(table.c.type.in_(kinds))
-                            .order_by(table.c.position)).mappings()
-        return check_signatures([_to_stored(row) for row in rows])
+    return Store(store).review_signatures()
 
 
 #: What the head hash is, said where it is shown: it covers recording times, so two stores
@@ -235,9 +224,11 @@ def verify(
         signed = ck.read_checkpoint(checkpoint)
         ck.check_signature(signed, key)
         expected = Expected(signed.position, signed.hash)
+    from tracestore.api import Store
+
     with open_store(db, create=False, read_only=True) as store:
-        result = store.verify(expected=expected)
-        reviews = review_signatures(store) if result.ok else None
+        checked = Store(store).verify(expected)
+    result, reviews = checked.chain, checked.reviews
     if as_json:
         emit_json({"ok": result.ok and (reviews is None or reviews.ok), "count": result.count,
                    "first_broken_position": result.first_broken_position,
@@ -262,9 +253,9 @@ def verify(
     if result.ok:
         anchored = (f", extends the signed head at position {result.checkpoint_position}"
                     if result.checkpoint_position is not None else "")
-        checked = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
+        note = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
         console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}"
-                      f"{checked}")
+                      f"{note}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
     if result.first_broken_position is None:  # the chain holds; triggers or views are gone

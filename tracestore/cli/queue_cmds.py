@@ -41,7 +41,7 @@ def reviews(
 ) -> None:
     """List review records by state: each value with who set it and when, each approval
     (stale or current, signed or not)."""
-    from tracestore.cli import queue_index as qi
+    from tracestore.review import queue_index as qi
 
     qi.check_choice(state, qi.REVIEW_STATES, "--state")
     with open_store(db, create=False) as store:
@@ -107,7 +107,7 @@ def review_batch(
 ) -> None:
     """Amend or approve every record whose attempt matches the filter: each record gets its
     own events (a refusal for one leaves the others). At least one filter is required."""
-    from tracestore.cli import queue_index as qi
+    from tracestore.review import queue_index as qi
     from tracestore.cli.review_cmds import registry_in
     from tracestore.errors import InputError, TracestoreError
     from tracestore.review import load_template, parse_assignment, plan_review

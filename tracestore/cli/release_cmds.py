@@ -114,23 +114,16 @@ def release(
     as_json: JsonOption = False,
 ) -> None:
     """Show an attempt's release decision: status, reasons, position, answer."""
-    from tracestore.projections.envelope import project_envelope
-    from tracestore.projections.release import decide_with_view
+    from tracestore.api import Store
 
     with open_store(db, create=False, read_only=True) as store:
-        events = load_attempt_context(store, attempt, at)
-    decision, view = decide_with_view(events, attempt, upto=at)
-    envelope = project_envelope(decision, view)
-    from tracestore.ingest.decisions import recorded_disagreements
-
+        judged = Store(store).release(attempt, at=at)
+    decision, envelope = judged.decision, judged.envelope
     # A recorded decision the running policy recomputes differently is shown, never replaced.
-    disagreements = recorded_disagreements(events, attempt, decision)
+    disagreements = judged.disagreements
     if as_json:
         # The envelope is what a front end may show for this attempt (seed 004).
-        extra = ({"recorded_disagreements": [d.to_dict() for d in disagreements]}
-                 if disagreements else {})
-        emit_json({**decision.to_dict(),
-                   "envelope": envelope.to_dict() if envelope is not None else None, **extra})
+        emit_json(judged.to_dict())
         return
     for d in disagreements:
         r = d.recorded
@@ -309,19 +302,8 @@ def write_audit_json(store: EventStore, write: Callable[[str], Any]) -> int:
 
 
 def audit_all(store: EventStore) -> AuditReport:
-    """Audit trace by trace, so memory holds one trace's events at a time.
+    """Audit trace by trace, so memory holds one trace's events at a time
+    (``Store.audit``): violations are listed in log order."""
+    from tracestore.api import Store
 
-    Every audit rule compares attempts of one trace, so this equals auditing the whole log
-    at once; violations are listed in log order.
-    """
-    from tracestore.projections import audit as audit_events
-    from tracestore.projections.destinations import AuditReport
-
-    attempts: list[Any] = []
-    violations: list[Any] = []
-    for trace_id, events in store.iter_traces():
-        report = audit_events(events, trace_id=trace_id)
-        attempts.extend(report.attempts)
-        violations.extend(report.violations)
-    violations.sort(key=lambda v: v.position)
-    return AuditReport(tuple(attempts), tuple(violations))
+    return Store(store).audit()

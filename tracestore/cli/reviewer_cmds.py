@@ -4,7 +4,7 @@ setting.  Registering a key and changing the setting are appended events."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
@@ -12,12 +12,15 @@ from tracestore.cli.common import (
     DbOption, JsonOption, app, console, emit_json, handles_errors, open_store, term_text,
 )
 
+if TYPE_CHECKING:
+    from tracestore.store.log import EventStore
+
 reviewer_app = typer.Typer(help="Reviewer keys: who signs amendments and approvals.",
                            no_args_is_help=True)
 app.add_typer(reviewer_app, name="reviewer")
 
 
-def _registry(store: Any) -> Any:
+def _registry(store: EventStore) -> Any:
     from tracestore.review.signing import REVIEWERS_STREAM, SETTINGS_STREAM, registry_of
 
     return registry_of([*store.read(stream=REVIEWERS_STREAM),

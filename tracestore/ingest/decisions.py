@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import ExpectedVersionConflict, StoreError
 from tracestore.events import (
@@ -41,6 +41,9 @@ from tracestore.ingest.plan import id_prefix
 from tracestore.projections import reasons as R
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, RuleInForce,
                                             rule_in_force)
+
+if TYPE_CHECKING:
+    from tracestore.store.log import EventStore
 
 #: Events read per query while judging from the log (frames of a long answer may be large).
 READ_BATCH = 200
@@ -125,7 +128,7 @@ def plan_decisions(events: Iterable[StoredEvent], trace_id: str,
     return planner.missing()
 
 
-def decide_attempt(store: Any, trace_id: str, attempt_id: str) -> ReleaseDecision | None:
+def decide_attempt(store: EventStore, trace_id: str, attempt_id: str) -> ReleaseDecision | None:
     """``decide_release`` of one attempt over the log read in batches, so the trace's
     events are never all in memory at once (a 100 MB answer's frames would be several
     times its size as events).  None when the attempt is not in the trace."""
@@ -165,7 +168,7 @@ def decision_events(decision: ReleaseDecision, rule: RuleInForce,
                      trace_id=trace_id) for part, e in events]
 
 
-def catch_up(store: Any, planner: DecisionPlanner) -> None:
+def catch_up(store: EventStore, planner: DecisionPlanner) -> None:
     """Feed ``planner`` the trace's events it has not seen (from the start when it is
     stale).  Reads outside any write transaction: writers are not held up."""
     while True:
@@ -180,7 +183,7 @@ def catch_up(store: Any, planner: DecisionPlanner) -> None:
             return
 
 
-def feed_written(store: Any, planner: DecisionPlanner, written: Sequence[StoredEvent]) -> None:
+def feed_written(store: EventStore, planner: DecisionPlanner, written: Sequence[StoredEvent]) -> None:
     """Feed ``planner`` the events its writer has just appended, as the writer built them
     (never read back and parsed again); the trace's events before them that the planner
     has not seen yet (another writer's) are read first, so the order stays the log's."""
@@ -199,7 +202,7 @@ def feed_written(store: Any, planner: DecisionPlanner, written: Sequence[StoredE
             return
 
 
-def record_decisions(store: Any, trace_id: str,
+def record_decisions(store: EventStore, trace_id: str,
                      planner: DecisionPlanner | None = None) -> list[int]:
     """Append the trace's newly final decisions; their positions.
 

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import InputError
 from tracestore.events import FrameReceived, LocalStopped, NewEvent, TransportDrained
 from tracestore.ingest.plan import IngestPlan, event_id
+
+if TYPE_CHECKING:
+    from tracestore.store.log import EventStore
 
 
 class _EvidencedEvents:
@@ -91,7 +94,7 @@ def with_app_evidence(plan: IngestPlan, *, retry_of: str | None = None,
     return dataclasses.replace(plan, events=events)  # type: ignore[arg-type]
 
 
-def check_retry_of(store: Any, trace_id: str, retry_of: str | None) -> None:
+def check_retry_of(store: EventStore, trace_id: str, retry_of: str | None) -> None:
     """``--retry-of`` must name an attempt of the same trace already in the log."""
     if retry_of is None:
         return
@@ -133,7 +136,7 @@ def destination_event(attempt_id: str, destination: str, text: str, *,
                               observed_at=observed_at, shown_as="cut_off" if cut_off else None)
 
 
-def revise_task(store: Any, trace_id: str, rule: Any, *,
+def revise_task(store: EventStore, trace_id: str, rule: Any, *,
                 by: str | None = None) -> tuple[int, int | None]:
     """Append ``task.revised`` (one more than the newest version) in one transaction.
 

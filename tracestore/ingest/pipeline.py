@@ -180,7 +180,7 @@ def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> 
 
     tap = PlanDecisions({plan.trace_id: [plan.attempt_id]}) if decide else None
 
-    def build(view: WriteView) -> tuple[Iterable[Any], list[bytes]]:
+    def build(view: WriteView) -> tuple[Any, list[bytes]]:  # a lazily planned body, too
         opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
         new_task = plan.events[0].event.task
         if opened and new_task is not None and opened[0].event.task != new_task:

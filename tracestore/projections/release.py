@@ -269,7 +269,6 @@ def rule_in_force(events: Sequence[StoredEvent], trace_id: str) -> RuleInForce:
 class ReleaseJudge:
     """Incremental release decision for one attempt: ``feed`` events in position order."""
 
-
     def __init__(self, fold: AttemptFold, trace: TraceOpened | None,
                  task: RuleInForce | None = None) -> None:
         self.fold = fold
@@ -349,11 +348,8 @@ class ReleaseJudge:
         return self.fold.view()
 
 
-#: The judge of each attempt ``api`` that is not a provider stream, registered by the
-#: module that defines it (``register_judge``).  An agent run (``agent-run``) registers
-#: ``projections.agent_release.AgentReleaseJudge``; the package's ``__init__`` imports that
-#: module, so every import of a projection has it registered.  The dispatch is data, so
-#: this module never imports its subclasses (no import circle).
+#: Judges of attempt apis that are not provider streams, registered by their module (the
+#: package ``__init__`` imports ``agent_release``): dispatch as data, no import circle.
 JUDGES: dict[str, type[ReleaseJudge]] = {}
 
 

@@ -25,7 +25,7 @@ import json
 import threading
 import uuid
 from collections import OrderedDict
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from tracestore.errors import ExpectedVersionConflict, InputError, NotFound, StoreError
 from tracestore.events import (
@@ -41,6 +41,9 @@ from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_
 from tracestore.recording.writer import current_batch
 from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.stream import FeedResult, LiveCapture
+
+if TYPE_CHECKING:
+    from tracestore.store.log import EventStore
 
 
 
@@ -93,7 +96,7 @@ class Recorder:
     ``StoreError`` here, before the application starts streaming.
     """
 
-    def __init__(self, db: str | None = None, *, store: Any = None) -> None:
+    def __init__(self, db: str | None = None, *, store: EventStore | None = None) -> None:
         from tracestore.store.log import EventStore
 
         self._owns_store = store is None

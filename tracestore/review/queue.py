@@ -1,7 +1,7 @@
 """The review queue, as rows: what ``attempts`` filters on and ``reviews`` lists.
 
 Pure: one trace's events in, one row per attempt and one per review record out.  The
-shell (``tracestore.cli.queue_index``) keeps these rows in projection tables, rebuilding a
+shell (``tracestore.review.queue_index``) keeps these rows in projection tables, rebuilding a
 trace's rows whenever the trace gets new events, so a filter over 100k attempts is one
 indexed query instead of 100k decisions.
 """
