@@ -158,10 +158,7 @@ def attempts(
             status=status, reason=reason, api=api, trace=trace, since=since, until=until,
             has_violations=has_violations, review_state=review_state, violation=violation)
     if as_json:
-        # A row's violation count is violation_count ("violations" is a list in audit and
-        # replay, docs/json.md); the old integer key stays for one release.
-        emit_json({"attempts": [{**row, "violation_count": row["violations"]}
-                                for row in (a.to_dict() for a in listing)]})
+        emit_json({"attempts": [a.to_dict() for a in listing]})
         return
     from rich.table import Table
 
