@@ -9,9 +9,10 @@ A ``StoredEvent`` is an event as the log holds it: its payload model plus the en
 store assigned (global position, stream, stream version, recorded-at time, hash).
 Projections take ``StoredEvent`` sequences and nothing else.
 
-This module is the public face; the code lives by concern in ``event_models`` (the kinds),
-``event_codec`` (versions, validation, JSON) and ``event_envelope`` (ids, NewEvent,
-StoredEvent, stream names).  Import from here.
+The package owns the vocabulary and nothing else (it imports only ``errors``).  This
+``__init__`` is its public face; the code lives by concern in ``models`` (the kinds),
+``codec`` (versions, validation, JSON) and ``envelope`` (ids, NewEvent, StoredEvent,
+stream names).  Import from ``tracestore.events``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The event kinds: one frozen pydantic model per stored event type (see ``events.py``).
 
 Models are built lazily (``defer_build``): a command that reads three event types builds
-three validators, not twenty-four; ``event_codec`` picks the model by the stored type.
+three validators, not twenty-four; ``codec`` picks the model by the stored type.
 """
 
 from __future__ import annotations

@@ -57,4 +57,10 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(home), name)
 
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "DRAIN_OUTCOMES", "ORIGINS", "PROJECTION_APIS", "SYNTHETIC_CAPTURE", "Bindings",
+    "IngestPlan", "binding_events", "capture_drain", "check_binding_conflicts",
+    "default_attempt_id", "detect_projection_api", "envelope", "event_id", "id_prefix",
+    "is_label", "origin_label", "plan_capture", "plan_ingest", "plan_projection",
+    "plan_projection_fast", "projection_api_of",
+]

@@ -69,7 +69,7 @@ class IngestPlan:
     framing: str
     sha256: str
     events: list[NewEvent] | PlannedEvents
-    "A projection's body is generated while it is appended (see ``ingest_fast``)."
+    "A projection's body is generated while it is appended (see ``ingest.fast``)."
     blob: bytes
     frames: int
     drain: str | None

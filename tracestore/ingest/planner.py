@@ -8,7 +8,8 @@ Two kinds of input are accepted:
   array, AWS event stream …), decoded by ``tracestore.wire`` and ``tracestore.providers``.
 
 What every plan shares (ids, origins, bindings, the envelope events) is in
-``tracestore.ingest.plan``; this module re-exports it, so callers import from here.
+``tracestore.ingest.plan``; this module re-exports it.  Writing a plan to a store is
+``tracestore.ingest.pipeline``'s.
 """
 
 from __future__ import annotations

@@ -141,7 +141,7 @@ def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str |
                          origin: str | None = None) -> IngestPlan:
     """``plan_projection`` for a whole JSON array in memory, without holding its elements.
 
-    Raises ``HandOver`` when the input needs the reference path (see ``ingest_fast``).
+    Raises ``HandOver`` when the input needs the reference path (see ``ingest.fast``).
     """
     checked = check_projection(data, api, label_event=_label_event, api_of=projection_api_of)
     sha = hashlib.sha256(data).hexdigest()
