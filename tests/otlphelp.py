@@ -70,7 +70,7 @@ class Collector:
         return [s for _, _, request in self.received for rs in request.resource_spans
                 for ss in rs.scope_spans for s in ss.spans]
 
-    def __enter__(self) -> "Collector":
+    def __enter__(self) -> Collector:
         self.thread.start()
         return self
 

@@ -104,7 +104,10 @@ def test_cli_grade_without_cases_and_one_run(db_file: Path) -> None:
     assert ("not computed: answer_fixture_check, outcome, retrieval_targets_read (no --cases "
             "file was given); the trajectory checks need no case") in " ".join(out.split())
     code, _, err = run("grade", "nope", "--json", db=db_file)
-    assert (code, json.loads(err)["error"]) == (4, "not_found")
+    # issue 20: not_found merged into attempt_not_found (the old name stays in "aliases")
+    doc = json.loads(err)
+    assert (code, doc["error"], doc["aliases"]) == (
+        4, "attempt_not_found", ["unknown_attempt", "not_found"])
 
 
 # Seed 001's table as the seed prints it (case / repeat, path, expected sources read, answer

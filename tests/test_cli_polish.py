@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from tracestore.cli import app
 
-from clihelp import count_events, run
+from clihelp import run
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"

@@ -25,7 +25,7 @@ PACKAGE = ROOT / "tracestore"
 SHIMS = MOVED
 #: What may sit loose at the package root: the public API, errors, the version, ``-m``.
 ROOT_MODULES = {"tracestore.__main__", "tracestore._version", "tracestore.api",
-                "tracestore.errors"}
+                "tracestore.errors", "tracestore.error_codes"}  # (codes: the errors' registry)
 
 
 def modules() -> dict[str, tuple[Path, bool]]:

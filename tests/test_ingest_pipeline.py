@@ -123,10 +123,12 @@ def test_the_agent_run_file_of_the_issue_is_recorded_by_both(
     alone = json.loads(runner.invoke(app, ["ingest", str(path), "--json", "--db", "one"]).stdout)
     result = runner.invoke(app, ["ingest-batch", str(path), "--json", "--db", "batch"])
     assert (alone["appended"], alone["decisions_recorded"]) == (17, [18])
+    # (attempt_ids / run_count since issue 20 item 5; "attempts" and "runs" stay one release)
     assert (result.exit_code, json.loads(result.stdout)["files"]) == (0, [{
-        "file": str(path), "attempts": ["overwrite-agent-1--unissued-read"], "api": "agent-run",
-        "kind": "agent-result", "runs": 1, "appended": 17, "skipped": 0,
-        "decisions_recorded": [18]}])
+        "file": str(path), "attempt_ids": ["overwrite-agent-1--unissued-read"],
+        "api": "agent-run", "kind": "agent-result", "run_count": 1, "appended": 17,
+        "skipped": 0, "decisions_recorded": [18],
+        "attempts": ["overwrite-agent-1--unissued-read"], "runs": 1}])
     assert len(logged(stores["batch"])) == 18 and logged(stores["batch"]) == logged(stores["one"])
 
 

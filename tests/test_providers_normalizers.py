@@ -288,7 +288,7 @@ def frame(seq: object, kind: str, **fields: object) -> dict:
 def test_binding_digest_matches_seed_definition() -> None:
     import hashlib
     canonical = '{"case_id":"replace-file","messages":[["user","hi"]],"request_sha256":"abc"}'
-    assert H == hashlib.sha256(canonical.encode()).hexdigest()
+    assert hashlib.sha256(canonical.encode()).hexdigest() == H
 
 
 def test_app_frames_normal_stream() -> None:

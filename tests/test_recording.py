@@ -152,7 +152,9 @@ def test_bad_input_is_refused_with_a_code_and_writes_nothing(rec: Recorder) -> N
     assert caught.value.code == "unknown_destination"
     with pytest.raises(NotFound) as missing:
         trace.attempt("b", api="openai-responses", retry_of="nope")
-    assert missing.value.code == "unknown_attempt"
+    # issue 20: unknown_attempt merged into attempt_not_found (kept as an alias)
+    assert (missing.value.code, missing.value.aliases) == (
+        "attempt_not_found", ("unknown_attempt", "not_found"))
     with pytest.raises(InputError) as caught:
         trace.attempt("a", api="openai-responses")
     assert caught.value.code == "attempt_exists"

@@ -80,7 +80,7 @@ def test_ten_interleaved_attempts_share_the_writers_transactions(
         assert owner.failures == []
         events = rec.store.read()
         assert rec.store.verify().ok
-        for n, recorder in enumerate(owner.attempts):
+        for recorder in owner.attempts:
             mine = [e for e in events if e.event.__class__.__name__ != "TraceOpened"
                     and getattr(e.event, "attempt_id", None) == recorder.attempt_id]
             frames = [e for e in mine if e.type == "frame.received"]

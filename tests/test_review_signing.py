@@ -98,7 +98,7 @@ def test_verify_names_the_first_review_whose_signature_is_over_other_content(
     assert code == 3 and doc["ok"] is False and doc["first_bad_review_position"] == bad
     assert doc["review_reason"] == "the signature does not match the event's content"
     code, _, err = run("verify", db=db)
-    assert code == 3 and f"review_signature_invalid" in err and f"position {bad}" in err
+    assert code == 3 and "review_signature_invalid" in err and f"position {bad}" in err
     assert good < bad
 
 

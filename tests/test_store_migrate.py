@@ -11,7 +11,7 @@ from tracestore.store.log import EventStore
 
 
 def test_schema_head_is_alembics_head() -> None:
-    assert migrate.SCHEMA_HEAD == migrate.head_revision()
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD
 
 
 def test_a_current_store_opens_while_another_process_holds_the_write_lock(db_file: Path) -> None:

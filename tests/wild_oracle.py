@@ -175,10 +175,8 @@ def _completions_text(natives: list[Any]) -> str:
 
 
 def _responses_text(natives: list[Any]) -> str:
-    from openai.lib.streaming.responses._responses import ResponseStreamState
     from openai.types.responses import ResponseStreamEvent
     from openai._models import construct_type_unchecked
-    from openai import omit
     text, refusal = [], []
     for n in natives:
         if n == DONE or not isinstance(n, dict):

@@ -79,8 +79,12 @@ class Attempt:
                 "events": self.events, "first_position": self.first_position,
                 "started_at": self.started_at, "status": self.status,
                 "first_reason": self.first_reason, "reasons": list(self.reasons),
-                "violations": self.violations, "violation_codes": list(self.violation_codes),
-                "review_state": self.review_state}
+                "violation_count": self.violations,
+                "violation_codes": list(self.violation_codes),
+                "review_state": self.review_state,
+                # the count's old key ("violations" is a list in audit and replay,
+                # docs/json.md), kept for one release
+                "violations": self.violations}
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,9 @@ boundary each (``raise ... from exc``), so callers only ever catch ``TracestoreE
     │   └── ChainBroken
     ├── NotFound              an attempt, trace or template that does not exist
     └── ReviewError           a review action the record refuses
+
+Every code is registered, with its sentence and exit code, in ``tracestore.error_codes``
+(docs/errors.md is generated from it; tests/test_error_codes.py finds unregistered ones).
 """
 
 from __future__ import annotations
@@ -33,8 +36,18 @@ class TracestoreError(Exception):
             self.code = code
         self.context = context
 
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Old names of this code, still written in JSON errors for one release."""
+        from tracestore.error_codes import aliases_of
+
+        return aliases_of(self.code)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"error": self.code, "message": self.message, **self.context}
+        doc = {"error": self.code, "message": self.message, **self.context}
+        if self.aliases:  # e.g. attempt_not_found was also unknown_attempt and not_found
+            doc["aliases"] = list(self.aliases)
+        return doc
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -90,7 +103,9 @@ class ChainBroken(StoreError):
 class NotFound(TracestoreError):
     """A named attempt, trace, template or field does not exist."""
 
-    code = "not_found"
+    # Every raise names what was not found; the default is the commonest (the generic
+    # ``not_found`` of old is an alias of it now).
+    code = "attempt_not_found"
     exit_code = 4
 
 

@@ -180,7 +180,8 @@ class _Replay:
             return _ENDED
         result = o.result
         extra = set(result) - {"query", "candidates"}
-        candidates = result.get("candidates") if isinstance(result.get("candidates"), list) else []
+        listed = result.get("candidates")
+        candidates = listed if isinstance(listed, list) else []
         if extra or any(not isinstance(c, Mapping) or set(c) - {"source_id", "rank", "version"}
                         for c in candidates):
             self.findings.append(Finding(C.SEARCH_RESULT_NOT_METADATA, o.position,

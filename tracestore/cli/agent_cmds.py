@@ -16,8 +16,12 @@ from tracestore.cli.common import (
 from tracestore.cli.lazy import rich_name
 
 box = rich_name("rich.box")
-Table = rich_name("rich.table", "Table")
-Text = rich_name("rich.text", "Text")
+if TYPE_CHECKING:  # the real classes for the type checker (see cli/common.py's Text)
+    from rich.table import Table
+    from rich.text import Text
+else:
+    Table = rich_name("rich.table", "Table")
+    Text = rich_name("rich.text", "Text")
 
 if TYPE_CHECKING:
     from tracestore.store.log import EventStore
@@ -41,7 +45,7 @@ def _load_runs(store: EventStore, target: str | None) -> list[Any]:
             runs = [r for r in agent_runs(store.read(trace_id=first[0].trace_id))
                     if r.attempt_id == target]
     if not runs:
-        raise NotFound(f"no agent run or trace {target!r} in the log", code="not_found",
+        raise NotFound(f"no agent run or trace {target!r} in the log", code="attempt_not_found",
                        target=target)
     return runs
 
@@ -71,14 +75,14 @@ def grade(
         runs = _load_runs(store, target)
     grades = [grade_run(r, case_map.get(r.opened.case_id or "") if cases else None)
               for r in runs]
-    result = {"runs": [g.to_dict() for g in grades], "summary": summary(grades),
-              "recorded_summary": recorded_summary(grades)}
+    computed, recorded = summary(grades), recorded_summary(grades)
     if as_json:
-        emit_json(result)
+        emit_json({"runs": [g.to_dict() for g in grades], "summary": computed,
+                   "recorded_summary": recorded})
         return
     console.print(_grade_table(grades))
     console.print(_trajectory_table(grades))
-    _print_summary(grades, result["summary"], result["recorded_summary"], bool(cases))
+    _print_summary(grades, computed, recorded, bool(cases))
 
 
 def _check_cell(grade: Any) -> Text:

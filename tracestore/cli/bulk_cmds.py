@@ -55,9 +55,12 @@ def ingest_one(store: EventStore, path: Path) -> dict[str, Any]:
         return {"file": str(path), "attempt_id": done.attempt_id, "api": done.api,
                 "kind": done.kind, "frames": done.frames, "appended": w.appended,
                 "skipped": w.skipped, "decisions_recorded": list(w.decisions_recorded)}
-    return {"file": str(path), "attempts": list(done.attempts), "api": AGENT_API,
-            "kind": done.format, "runs": len(done.attempts), "appended": w.appended,
-            "skipped": w.skipped, "decisions_recorded": list(w.decisions_recorded)}
+    # attempt_ids / run_count as `ingest` names them (docs/json.md); "attempts" (ids) and
+    # "runs" (a count) stay one release.
+    return {"file": str(path), "attempt_ids": list(done.attempts), "api": AGENT_API,
+            "kind": done.format, "run_count": len(done.attempts), "appended": w.appended,
+            "skipped": w.skipped, "decisions_recorded": list(w.decisions_recorded),
+            "attempts": list(done.attempts), "runs": len(done.attempts)}
 
 
 @app.command("ingest-batch")

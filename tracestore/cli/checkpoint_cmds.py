@@ -41,6 +41,11 @@ def checkpoint(
 
     if generate_key is not None:
         public = ck.write_key_pair(generate_key)
+        if as_json:  # the keys as `reviewer keygen --json` names them (docs/json.md)
+            kid = ck._key_id(ck.load_ed25519_pem(public.read_bytes()))
+            emit_json({"private_key": str(generate_key), "public_key": str(public),
+                       "key_id": kid})
+            return
         console.print(term_text(f"wrote {generate_key} (private, keep it secret) and {public}"))
         return
     with open_store(db, create=False, read_only=True) as store:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 
 from tracestore.cli.lazy import rich_console, rich_name
-from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.errors import InputError, TracestoreError
 from tracestore.text.neutralize import visible
 from tracestore.store import ENV_VAR
 from tracestore.store.engine_names import database_name  # noqa: F401  (re-exported: commands name their database)
@@ -51,8 +51,12 @@ def _root(version: Annotated[bool, typer.Option(
     """Event-sourced trace store and review tool for streamed LLM answers."""
 
 
-# Rich loads when something is printed (see cli/lazy.py).
-Text = rich_name("rich.text", "Text")
+# Rich loads when something is printed (see cli/lazy.py).  The type checker sees the real
+# class (a lazy stand-in is a variable, not a type); the program gets the stand-in.
+if TYPE_CHECKING:
+    from rich.text import Text
+else:
+    Text = rich_name("rich.text", "Text")
 console = rich_console(highlight=False, soft_wrap=True)
 err_console = rich_console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -141,8 +145,7 @@ def report_error(exc: TracestoreError, *, as_json: bool) -> None:
     from tracestore.text.masking import mask_context, mask_secrets
 
     if as_json:
-        sys.stderr.write(json_text(mask_context(exc.to_dict()), indent=None, default=str)
-                         + "\n")
+        sys.stderr.write(json_document(mask_context(exc.to_dict())) + "\n")
     else:
         err_console.print(Text.assemble(("error", "bold red"), f"[{exc.code}]: ",
                                         safe_text(mask_secrets(exc.message))))
@@ -185,17 +188,23 @@ def trace_of_attempt(store: EventStore, attempt_id: str, *, upto: int | None = N
     return Store(store).trace_of(attempt_id, upto=upto, code=code)
 
 
-def emit_json(value: Any) -> None:
-    """One JSON document on stdout (never through Rich, which would wrap or style it).
+def json_document(value: Any) -> str:
+    """The one form of every JSON document the CLI writes (docs/json.md): one line, no
+    indentation, ``, `` and ``: `` between items, untrusted text escaped by the one JSON
+    escaper (``review.escape.json_text``: no C1 control, DEL, bidi override, line separator
+    or lone surrogate is written raw)."""
+    return json_text(value, indent=None, default=str)
 
-    Untrusted text inside is escaped by the one JSON escaper (``review.escape.json_text``):
-    no C1 control, DEL, bidi override, line separator or lone surrogate is written raw.
-    """
-    sys.stdout.write(json_text(value, indent=None, default=str) + "\n")
+
+def emit_json(value: Any) -> None:
+    """One JSON document on stdout (never through Rich, which would wrap or style it)."""
+    sys.stdout.write(json_document(value) + "\n")
 
 
 def emit_json_line(value: Any) -> None:
-    sys.stdout.write(json_text(value, compact=True, default=str) + "\n")
+    """One line of a JSON-lines stream (``events --json``): the same form as ``emit_json``
+    (the stream had ``,``/``:`` separators of its own before issue 20)."""
+    sys.stdout.write(json_document(value) + "\n")
 
 
 def safe_text(value: Any, *, keep_newlines: bool = False, mark_backslashes: bool = False) -> str:

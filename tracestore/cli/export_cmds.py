@@ -18,7 +18,7 @@ import typer
 from tracestore.cli.common import (
     DbOption, JsonOption, app, emit_json, err_console, handles_errors, open_store, term_text,
 )
-from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.errors import InputError, NotFound
 
 
 class ExportFormat(str, enum.Enum):

@@ -39,7 +39,7 @@ def atomic_writer(path: Path) -> Iterator[BinaryIO]:
     kind = _kind(path)
     if kind == "special":
         with open(path, "wb", buffering=0) as through:
-            yield through  # type: ignore[misc]
+            yield through
         return
     if kind != "regular":
         raise InputError(f"cannot write {path}: it is a {kind}, not a file",

@@ -14,18 +14,20 @@ whoever wrote them), so no module has to remember.
 from __future__ import annotations
 
 import inspect
-import json
 import re
 import sys
 import textwrap
 from typing import Any
 
+# These classes subclass Typer's Click classes, which are private API: typer is capped in
+# pyproject.toml to the minor versions tested here (0.29 vendors Click as ``typer._click``;
+# older ones depend on Click itself).  Raise the cap after running tests/test_cli*.py.
 try:  # Typer >= 0.2x vendors its own Click
     from typer import _click as click
     from typer._click.exceptions import UsageError
 except ImportError:  # pragma: no cover - older Typer depends on Click itself
     import click  # type: ignore[no-redef]
-    from click import UsageError  # type: ignore[no-redef]
+    from click import UsageError  # type: ignore[assignment]
 from typer.core import TyperCommand, TyperGroup
 
 #: Option value names, by parameter name, where the upper-cased name would say less.
@@ -90,7 +92,9 @@ class JsonUsageError(UsageError):
             doc["command"] = self.ctx.command_path
         if self.param is not None and getattr(self.param, "name", None):
             doc["parameter"] = self.param.name
-        sys.stderr.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        from tracestore.cli.common import json_document  # the one JSON form (docs/json.md)
+
+        sys.stderr.write(json_document(doc) + "\n")
 
 
 def _metavar(param: Any) -> str:
@@ -165,8 +169,9 @@ class Command(TyperCommand):
         return clean(self.short_help) if self.short_help else first_sentence(self.help or "")
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        params = [p for p in self.get_params(ctx) if not p.hidden]
-        args = [(argument_name(p), clean(p.help)) for p in params
+        # (``hidden`` and ``help`` are Typer's on arguments too, Click's on options only)
+        params = [p for p in self.get_params(ctx) if not getattr(p, "hidden", False)]
+        args = [(argument_name(p), clean(getattr(p, "help", None))) for p in params
                 if p.param_type_name == "argument"]
         opts = [r for p in params if p.param_type_name == "option"
                 for r in [option_record(p)] if r is not None]

@@ -84,7 +84,7 @@ def events(
     JSON lines stream in batches (memory stays bounded on any store); the table shows at
     most 1000 events and says how to page on.
     """
-    filters = {"attempt_id": attempt, "trace_id": trace, "after": after}
+    filters: dict[str, Any] = {"attempt_id": attempt, "trace_id": trace, "after": after}
     with open_store(db, create=False, read_only=True) as store:
         _check_names(store, attempt, trace)
         if as_json:
@@ -250,9 +250,9 @@ def verify(
     if result.ok:
         anchored = (f", extends the signed head at position {result.checkpoint_position}"
                     if result.checkpoint_position is not None else "")
-        signed = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
+        note = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
         console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}"
-                      f"{signed}")
+                      f"{note}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
     if result.first_broken_position is None:  # the chain holds; triggers or views are gone

@@ -64,15 +64,18 @@ def report(
     from tracestore.cli.files import write_atomically
 
     write_atomically(html, page)
-    summary = {"trace_id": trace_id, "html": str(html), "attempts": len(result.lanes),
+    summary = {"trace_id": trace_id, "html": str(html), "attempt_count": len(result.lanes),
                "events": sum(row.count for row in result.rows),
-               "violations": len(result.violations)}
+               "violation_count": len(result.violations)}
     if as_json:
-        emit_json(summary)
+        # "attempts" and "violations" are lists in every other command (docs/json.md): the
+        # counts are *_count now; the old integer keys stay for one release.
+        emit_json({**summary, "attempts": summary["attempt_count"],
+                   "violations": summary["violation_count"]})
     else:
         err_console.print(term_text(
-            f"wrote {html}: trace {trace_id}, {summary['attempts']} attempts, "
-            f"{summary['events']} events, {summary['violations']} violations"))
+            f"wrote {html}: trace {trace_id}, {summary['attempt_count']} attempts, "
+            f"{summary['events']} events, {summary['violation_count']} violations"))
 
 
 def _resolve_trace(store: object, trace: Optional[str], attempts: list[str]) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
@@ -49,7 +50,7 @@ def trace_of(store: EventStore, attempt_id: str) -> str:
 def amend(store: EventStore, template: Template, attempt_id: str, trace_id: str, *,
           sets: list[tuple[str, str]], approve: bool, reviewer: Optional[str],
           evidence: list[int], expect_digest: Optional[str] = None,
-          override_reason: Optional[str] = None, key: Any = None) -> tuple[int, ...]:
+          override_reason: Optional[str] = None, key: Any = None) -> Sequence[int]:
     """Append the reviewer's action; the refusal rules see the log as of this transaction."""
     from tracestore.review import plan_review
 

@@ -236,13 +236,16 @@ def render_plan(done: PlanIngested, name: str, *, as_json: bool) -> None:
 
 def render_runs(done: RunsIngested, name: str, *, as_json: bool) -> None:
     w = done.written
-    summary = {"format": done.format, "sha256": done.sha256, "runs": len(done.attempts),
-               "attempts": list(done.attempts), "appended": w.appended,
+    summary = {"kind": done.format, "sha256": done.sha256, "run_count": len(done.attempts),
+               "attempt_ids": list(done.attempts), "appended": w.appended,
                "skipped": w.skipped, "positions": list(w.positions),
                "decisions_recorded": list(w.decisions_recorded)}
     runs = f"{len(done.attempts)} agent run{'' if len(done.attempts) == 1 else 's'}"
     if as_json:
-        emit_json(summary)
+        # One key, one shape (docs/json.md): "attempts" and "runs" are lists of objects
+        # elsewhere, "kind" names the input in ingest-batch.  The old keys stay one release.
+        emit_json({**summary, "format": done.format, "runs": len(done.attempts),
+                   "attempts": list(done.attempts)})
     elif w.appended == 0:
         console.print(term_text(f"already ingested: {runs} of {name} "
                                 f"({w.skipped} events present, nothing added)"))

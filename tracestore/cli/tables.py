@@ -29,7 +29,10 @@ if TYPE_CHECKING:
     from tracestore.projections.destinations import AuditReport, Violation
     from tracestore.projections.release import ReleaseDecision
 
-Table = rich_name("rich.table", "Table")  # loaded when a table is printed (cli/lazy.py)
+if TYPE_CHECKING:  # the real class for the type checker (see cli/common.py's Text)
+    from rich.table import Table
+else:
+    Table = rich_name("rich.table", "Table")  # loaded when a table is printed (cli/lazy.py)
 
 #: Characters of model text shown per cell (the JSON output is never cut).
 CELL_CHARS = 60

@@ -155,7 +155,7 @@ def parse_binding_bytes(data: bytes, name: str = "binding") -> dict[str, Any]:
         raise InputError(f"{name} is {len(data)} bytes; a binding may have "
                          f"{MAX_BINDING_BYTES}", code="invalid_binding")
     try:
-        binding = strict_parse(data.decode("utf-8"), max_depth=64)
+        binding: dict[str, Any] = strict_parse(data.decode("utf-8"), max_depth=64)
     except (UnicodeDecodeError, StrictJSONError) as exc:
         raise InputError(f"{name} is not strict JSON: {exc}", code="invalid_binding") from exc
     context_of(binding)

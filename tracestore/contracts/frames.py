@@ -90,7 +90,7 @@ class FrameChecker:
         if not isinstance(native, Mapping):
             return "invalid_frame_schema"
         kind = native.get("kind")
-        if not isinstance(kind, str) or _KEYS.get(kind) != set(native):
+        if not isinstance(kind, str) or _KEYS.get(kind) != frozenset(native):
             return "invalid_frame_schema"
         sequence = native["sequence"]
         if type(sequence) is not int or sequence != self.frames + 1:

@@ -24,7 +24,8 @@ def _cluster_pattern() -> Any:
 
 def clusters(text: str) -> list[str]:
     """The extended grapheme clusters of ``text``."""
-    return _cluster_pattern().findall(text)
+    found: list[str] = _cluster_pattern().findall(text)
+    return found
 
 
 def broken_boundaries(chunks: Sequence[str]) -> list[int]:

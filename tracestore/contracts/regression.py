@@ -36,7 +36,7 @@ class RegressionCase(BaseModel):
     expect: str = Field(min_length=1)
 
     @model_validator(mode="after")
-    def _one_reply(self) -> "RegressionCase":
+    def _one_reply(self) -> RegressionCase:
         if (self.raw is None) == (self.patch is None):
             raise ValueError("a case has exactly one of raw and patch")
         return self

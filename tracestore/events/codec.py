@@ -66,7 +66,9 @@ def parse_event_json(payload: str | bytes, type_name: str | None = None) -> Any:
 
 def parse_event(payload: dict[str, Any]) -> Any:
     """Validate a payload dict (with its ``type``) into its event model."""
-    model = MODELS.get(payload.get("type")) if isinstance(payload, dict) else None
+    kind = payload.get("type") if isinstance(payload, dict) else None
+    # (a non-text type, a list say, is no model's: the union below reports it)
+    model = MODELS.get(kind) if isinstance(kind, str) else None
     if model is not None:
         try:
             return model.model_validate(payload)

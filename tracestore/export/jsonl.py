@@ -22,7 +22,7 @@ import base64
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from tracestore.errors import InputError
 from tracestore.events import parse_event, upcast
@@ -69,7 +69,7 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
         event = None
         if redactor is not None or row["type"] == "capture.stored":
             event = _parsed(row)
-        if row["type"] == "capture.stored":
+        if event is not None and row["type"] == "capture.stored":
             captures.append(event.sha256)
         if redactor is not None:
             out["payload"] = canonical_payload(redactor.event(event)).decode("utf-8")
@@ -125,7 +125,7 @@ def read_export(lines: Iterable[str] | TextIO, name: str) -> ImportFile:
     (``tracestore.export.import_checks``: every row as the store would have written it)."""
     from tracestore.export.import_checks import RowChecker, bounded_lines, parse_line
 
-    source = bounded_lines(lines) if hasattr(lines, "readline") else lines
+    source = bounded_lines(cast(TextIO, lines)) if hasattr(lines, "readline") else lines
     it = iter(enumerate(source, 1))
     first = next(it, None)
     head = parse_line(first[1], name, 1) if first else None

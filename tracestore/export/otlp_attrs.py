@@ -98,7 +98,7 @@ def span_attributes(events: Sequence[StoredEvent], frames: Sequence[StoredEvent]
         attrs["gen_ai.response.model"] = answered
     if answered or asked:
         attrs["llm.model_name"] = answered or asked
-    reasons = [t.stop_reason or t.status for t in view.terminals if t.stop_reason or t.status]
+    reasons = [r for t in view.terminals if (r := t.stop_reason or t.status)]
     if reasons:
         attrs["gen_ai.response.finish_reasons"] = reasons
     for key, value in (view.usage or {}).items():

@@ -9,8 +9,8 @@ named ``approved``.  Posted after the spans, retried while Phoenix has not store
 yet (its OTLP intake is asynchronous).
 """
 
-from __future__ import annotations
-
+# (No ``from __future__ import annotations``: it would bind the name ``annotations``, the
+# public function below.)
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any

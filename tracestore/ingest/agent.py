@@ -26,7 +26,7 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from tracestore.agent import codes as C
 from tracestore.agent.run import LIMIT_NAMES, USAGE_NAMES
@@ -219,11 +219,11 @@ def _plan_run(trial: Mapping[str, Any], header: Mapping[str, Any], run_id: str, 
                                       if v is not None} or None)
     capture = CaptureStored(attempt_id=run_id, sha256=sha, size=size, framing=fmt,
                             filename=filename)
-    body = [RunOpened(attempt_id=run_id, question=result["question"],
+    body: list[Any] = [RunOpened(attempt_id=run_id, question=result["question"],
                       version=result["version"], mode=result["mode"],
                       limits={n: result["limits"][n] for n in LIMIT_NAMES},
                       model=model if isinstance(model, str) else None,
-                      config=config if isinstance(config, Mapping) else None,
+                      config=dict(config) if isinstance(config, Mapping) else None,
                       trial_id=_opt(trial.get("id"), str),
                       case_id=_opt(trial.get("case_id"), str),
                       split=_opt(trial.get("split"), str), repeat=_opt(trial.get("repeat"), int))]
@@ -250,7 +250,7 @@ def _opt(value: Any, kind: Any) -> Any:
 
 
 def implied_verdict(decision: Mapping[str, Any], last: bool, status: str, reason: str,
-                    observed: bool) -> tuple[str, str | None]:
+                    observed: bool) -> tuple[Literal["admitted", "refused"], str | None]:
     """The verdict a run result implies for one of its decisions (see the module doc)."""
     if not last:
         return "admitted", None

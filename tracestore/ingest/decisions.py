@@ -224,7 +224,9 @@ def record_decisions(store: EventStore, trace_id: str,
         # The planner learns its own decisions as appended, not by reading them back
         # (when another writer stored some first, the next catch-up reads what is there).
         feed_written(store, planner, [] if result.skipped_ids else [
-            StoredEvent(position, new.id, new.stream, 0, new.event.type, 0, None,
+            # recorded_at None: a stand-in the planner reads, not a row (it has no time)
+            StoredEvent(position, new.id, new.stream, 0, new.event.type, 0,
+                        None,  # type: ignore[arg-type]
                         new.trace_id, new.event, "")
             for position, new in zip(result.positions, due)])
         return list(result.positions)

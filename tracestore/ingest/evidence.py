@@ -104,7 +104,7 @@ def check_retry_of(store: EventStore, trace_id: str, retry_of: str | None) -> No
     first = store.read(stream=attempt_stream(retry_of), limit=1)
     if not first or first[0].trace_id != trace_id:
         raise NotFound(f"--retry-of names {retry_of!r}, which is not an attempt of trace "
-                       f"{trace_id!r} (ingest the retry with --trace)", code="unknown_attempt",
+                       f"{trace_id!r} (ingest the retry with --trace)", code="attempt_not_found",
                        attempt_id=retry_of)
 
 

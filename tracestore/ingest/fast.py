@@ -75,12 +75,14 @@ def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) ->
     if text.startswith("\ufeff"):
         raise HandOver
     ascii_only = data.isascii()
-    scan = strict_decoder().scan_once  # the C scanner itself: raw_decode's wrapper cost more
+    # the C scanner itself: raw_decode's wrapper cost more (JSONDecoder sets the attribute
+    # in __init__; typeshed does not declare it)
+    scan = strict_decoder().scan_once  # type: ignore[attr-defined]
     spans = array("q")
-    pos = _SPACE.match(text).end()
+    pos = _SPACE.match(text).end()  # type: ignore[union-attr]  # [ \t\r\n]* always matches
     if text[pos:pos + 1] != "[":
         raise HandOver
-    pos = _SPACE.match(text, pos + 1).end()
+    pos = _SPACE.match(text, pos + 1).end()  # type: ignore[union-attr]  # (as above)
     frames = labels = 0
     drain: str | None = None
     detected = None if api == "auto" else api
@@ -137,7 +139,8 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
               body_id: Any, label_event: Any) -> Iterator[Any]:
     """Pass 2: one event per element, produced as the store consumes them."""
     spans = checked.spans
-    scan = json.JSONDecoder().scan_once  # the plain C scanner: pass 1 proved them strict
+    # the plain C scanner: pass 1 proved them strict (an attribute typeshed does not declare)
+    scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
     normalizer = make_normalizer(checked.api)
     stream = attempt_stream(attempt)
     template = _frame_template()

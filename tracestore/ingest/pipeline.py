@@ -18,7 +18,7 @@ decides nothing.  Planning is pure; only ``write_input`` and ``append_*`` touch 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import takewhile
 from typing import TYPE_CHECKING, Any, Union
@@ -235,7 +235,7 @@ def append_runs(store: EventStore, plan: AgentIngestPlan) -> AppendResult:
         runs.setdefault(trace_id, []).append(attempt_id)
     tap = PlanDecisions(runs)  # each run's final decision, in the same transaction
 
-    def build(view: WriteView) -> tuple[list[Any], list[bytes]]:
+    def build(view: WriteView) -> tuple[Iterable[Any], list[bytes]]:
         for attempt_id, _, _ in plan.runs:
             stream = attempt_stream(attempt_id)
             first = view.read(stream=stream, limit=1)

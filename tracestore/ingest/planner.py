@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, cast
 
 from tracestore.errors import InputError, WireError
 from tracestore.events import FrameReceived, FrameRejected, TaskRule, TransportDrained
@@ -32,7 +32,7 @@ from tracestore.ingest.projection import (
 from tracestore.providers.capture import PARTIAL_PROVIDERS, read_capture
 from tracestore.providers.strictjson import strict_loads
 from tracestore.wire import (
-    DETECT_HEAD_BYTES, MAX_FRAMES_PER_CAPTURE, decode_bytes, framing_for_path,
+    DETECT_HEAD_BYTES, MAX_FRAMES_PER_CAPTURE, TextFrame, decode_bytes, framing_for_path,
 )
 
 __all__ = [
@@ -78,7 +78,7 @@ def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id:
                       events, data, len(reading.frames), drain)
 
 
-def capture_drain(reading: Any) -> tuple[str, str | None]:
+def capture_drain(reading: Any) -> tuple[Literal["clean", "eof", "error", "reset"], str | None]:
     """The drain the bytes show: clean only when the capture ended after a native terminal."""
     truncation = reading.truncation
     if truncation is not None:
@@ -134,7 +134,8 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
         if truncation is not None:
             raise WireError("the JSON array ends before its closing ']'",
                             code=truncation.code, offset=truncation.offset)
-        parsed = [(f.offset, f.length, strict_loads(f.text, offset=f.offset)) for f in frames]
+        texts = cast(list[TextFrame], frames)  # a json-array decoder's frames are text
+        parsed = [(f.offset, f.length, strict_loads(f.text, offset=f.offset)) for f in texts]
         return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
                                trace_id=trace_id, api=provider, task=task, bindings=bindings,
                                origin=origin)

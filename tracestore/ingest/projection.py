@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tracestore.errors import InputError, WireError
 from tracestore.events import (
@@ -27,7 +27,7 @@ from tracestore.ingest.plan import (
 from tracestore.providers.base import as_map, make_normalizer
 from tracestore.providers.bedrock import EVENT_MEMBERS
 from tracestore.providers.strictjson import strict_loads
-from tracestore.wire import MAX_FRAMES_PER_CAPTURE, make_decoder
+from tracestore.wire import MAX_FRAMES_PER_CAPTURE, TextFrame, make_decoder
 
 PROJECTION_APIS = ("openai-responses", "bedrock-converse-stream")
 
@@ -50,9 +50,10 @@ def projection_api_of(element: Any) -> str | None:
 
 
 def detect_projection_api(elements: Sequence[Any]) -> str:
-    apis = {projection_api_of(e) for e in elements if not is_label(e)} - {None}
+    apis = {api for e in elements
+            if not is_label(e) and (api := projection_api_of(e)) is not None}
     if len(apis) == 1:
-        return apis.pop()  # type: ignore[return-value]
+        return apis.pop()
     if not apis:
         raise InputError("the projection holds no native events to tell the API from; "
                          "pass --api", code="unknown_api")
@@ -172,6 +173,7 @@ def first_element_is_projection(data: bytes, piece: int = 64 * 1024) -> bool:
     for start in range(0, len(data), piece):
         frames = decoder.feed(data[start:start + piece])
         if frames:
-            first = strict_loads(frames[0].text, offset=frames[0].offset)
+            head = cast(TextFrame, frames[0])  # a json-array decoder's frames are text
+            first = strict_loads(head.text, offset=head.offset)
             return is_label(first) or projection_api_of(first) is not None
     return False

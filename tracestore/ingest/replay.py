@@ -189,8 +189,8 @@ def _check_readers(steps: Sequence[Step]) -> None:
         elif isinstance(step, DestinationStep) and step.attempt is not None:
             if step.attempt not in attempts:
                 raise _bad(i, f"attempt {step.attempt!r} is used before it is opened")
-        elif step.reader not in readers:  # type: ignore[union-attr]
-            raise _bad(i, f"reader {step.reader!r} is used before it is opened")  # type: ignore[union-attr]
+        elif step.reader not in readers:
+            raise _bad(i, f"reader {step.reader!r} is used before it is opened")
 
 
 def parse_scenario(data: Any) -> Scenario:

@@ -20,6 +20,7 @@ The judge registers itself for the ``agent-run`` api (``register_judge``), so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tracestore.agent.admission import Admission, rederive
 from tracestore.agent.run import gather_run
@@ -29,6 +30,11 @@ from tracestore.agent.codes import AGENT_API
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, _Outcome,
                                             register_judge)
 from tracestore.projections.semantics import judge, sha256_text
+
+if TYPE_CHECKING:
+    from tracestore.events import TraceOpened
+    from tracestore.projections.attempt import AttemptFold
+    from tracestore.projections.release import RuleInForce
 
 _RUN_TYPES = frozenset({"run.opened", "model.called", "model.decision", "tool.observed",
                         "run.finished", "run.graded"})
@@ -53,7 +59,8 @@ class AgentViolation:
 class AgentReleaseJudge(ReleaseJudge):
     """``ReleaseJudge`` for an ``agent-run`` attempt: same interface, agent conditions."""
 
-    def __init__(self, fold, trace, task=None) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, fold: AttemptFold, trace: TraceOpened | None,
+                 task: RuleInForce | None = None) -> None:
         self.mine: list[StoredEvent] = [fold.start]
         self.admission: Admission | None = None
         self.answer: str | None = None

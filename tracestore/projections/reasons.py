@@ -125,7 +125,7 @@ ADMISSION_AGREES: Final = "admission_agrees"
 RUN_FAILED: Final = "run_failed"
 # seed 001's own codes (run reasons, refusal codes, findings) are release reasons and audit
 # violations too; they are defined, described and documented once, in tracestore.agent.codes.
-from tracestore.agent.codes import (  # noqa: E402
+from tracestore.agent.codes import (  # noqa: E402, F401 - re-exported as release reasons
     ADMISSION_DISAGREEMENT, CITATION_CONTRACT_PASSED, DEADLINE, MODEL_CALL_LIMIT,
     MODEL_STOPPED, READ_OR_BYTE_LIMIT, SEARCH_LIMIT,
 )

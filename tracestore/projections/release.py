@@ -240,7 +240,7 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
 
 
 def _pending_reasons(fold: AttemptFold, rule: TaskRule | None = None) -> tuple[str, ...]:
-    reasons = () if fold.terminals else (R.AWAITING_NATIVE_TERMINAL,)
+    reasons: tuple[str, ...] = () if fold.terminals else (R.AWAITING_NATIVE_TERMINAL,)
     reasons += (R.AWAITING_DRAIN,) if fold.drain is None else ()
     return reasons + ((R.AWAITING_REVIEWER_VERDICT,) if by_reviewer(rule) else ())
 

@@ -118,7 +118,9 @@ def _search(pattern: str, subject: str) -> bool | None:
 def _evaluate(rule: TaskRule, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(failed patterns: missing answers, present forbidden, timed out; the timed out)."""
     subject = normalize(text)
-    missing, forbidden, timed_out = [], [], []
+    missing: list[str] = []
+    forbidden: list[str] = []
+    timed_out: list[str] = []
     for pattern in rule.answer_patterns:
         hit = _search(pattern, subject)
         (timed_out if hit is None else missing if not hit else []).append(pattern)

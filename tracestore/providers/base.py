@@ -29,7 +29,7 @@ PROVIDER_NAMES: tuple[str, ...] = (
 )
 
 #: name → normalizer class; filled by :func:`register` when the provider modules import.
-PROVIDERS: dict[str, type["Normalizer"]] = {}
+PROVIDERS: dict[str, type[Normalizer]] = {}
 
 
 @runtime_checkable

@@ -97,10 +97,10 @@ class BedrockConverseStreamNormalizer(Normalizer):
         if not isinstance(member, str):
             return unknown("<not-a-union-member>")
         if member in EXCEPTION_MEMBERS or member.endswith("Exception") or member == "error":
-            data = as_map(body) or {}
-            code = member if member != "error" else (as_str(data.get("code")) or "error")
+            error_data = as_map(body) or {}
+            code = member if member != "error" else (as_str(error_data.get("code")) or "error")
             return [Observation("error", member, error_code=code,
-                                message=as_str(data.get("message")))]
+                                message=as_str(error_data.get("message")))]
         data = as_map(body)
         if member not in EVENT_MEMBERS or data is None:
             return unknown(member)

@@ -26,7 +26,7 @@ from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedro
 from tracestore.providers.observations import Observation
 from tracestore.providers.strictjson import strict_loads
 from tracestore.providers.xai import ANTHROPIC_TYPES
-from tracestore.wire import (DETECT_HEAD_BYTES, EventStreamMessage, SSEEvent, TextFrame, Truncation,
+from tracestore.wire import (DETECT_HEAD_BYTES, EventStreamMessage, Frame, SSEEvent, TextFrame, Truncation,
                              decode_bytes, detect_framing, framing_for_path)
 
 DONE_SENTINEL = "[DONE]"
@@ -210,8 +210,9 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
     if framing == "ndjson" and any(isinstance(n, Mapping) and isinstance(n.get("error"), str)
                                    for _, n in first_natives):
         return "ollama"
-    if len(first_natives) == 1 and error_body_provider(first_natives[0][1]) is not None:
-        return error_body_provider(first_natives[0][1])  # a whole-body JSON error (issue 19)
+    whole_body = error_body_provider(first_natives[0][1]) if len(first_natives) == 1 else None
+    if whole_body is not None:
+        return whole_body  # a whole-body JSON error (issue 19)
     raise InputError("cannot tell the provider from the capture's first events; pass it explicitly",
                      code="unknown_provider", framing=framing)
 
@@ -235,6 +236,7 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
         framing = framing_for_path(filename, head) if filename else detect_framing(head)
     whole = whole_error_body(data, framing)
     invalid = None
+    wire_frames: list[Frame]
     if whole is not None:  # a whole-body JSON error object (issue 19), compact or pretty
         wire_frames, truncation = whole, None
     else:

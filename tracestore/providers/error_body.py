@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from tracestore.errors import WireError
 from tracestore.providers.strictjson import strict_loads
-from tracestore.wire import TextFrame
+from tracestore.wire import Frame, TextFrame
 
 #: A whole-body error is small; larger bodies are never re-read whole.
 MAX_ERROR_BODY_BYTES = 64 * 1024
@@ -35,7 +35,7 @@ def error_body_provider(native: Any) -> str | None:
     return "openai-chat"
 
 
-def whole_error_body(data: bytes, framing: str) -> list[TextFrame] | None:
+def whole_error_body(data: bytes, framing: str) -> list[Frame] | None:
     """One frame for a pretty-printed JSON error body (NDJSON framing would read its first
     line ``{`` alone and refuse it as not strict JSON); ``None`` for anything else."""
     if framing != "ndjson" or len(data) > MAX_ERROR_BODY_BYTES:

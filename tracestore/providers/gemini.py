@@ -28,7 +28,7 @@ import json
 from typing import Any, Mapping
 
 from tracestore.providers.base import Normalizer, as_int, as_map, as_str, register, unknown
-from tracestore.providers.observations import Observation
+from tracestore.providers.observations import Observation, ObservationKind
 
 #: Known non-text parts, checked in this order (a tuple, so the result is deterministic).
 RAW_PARTS = ("inlineData", "fileData", "executableCode", "codeExecutionResult", "functionResponse")
@@ -117,7 +117,8 @@ class GeminiNormalizer(Normalizer):
             text = as_str(part.get("text"))
             if not text:
                 return [Observation("raw", "text", block=block, signature=signature)]
-            kind = "reasoning_delta" if part.get("thought") is True else "text_delta"
+            kind: ObservationKind = ("reasoning_delta" if part.get("thought") is True
+                                     else "text_delta")
             return [Observation(kind, "text", block=block, text=text, signature=signature)]
         for name in RAW_PARTS:
             if name in part:
@@ -152,7 +153,8 @@ class GeminiNormalizer(Normalizer):
             step = as_map(native.get("step")) or as_map(native.get("content")) or {}
             stype = as_str(step.get("type"))
             if stype == "function_call":
-                call = (as_str(step.get("id")), as_str(step.get("name")), [])
+                call: tuple[str | None, str | None, list[str]] = (
+                    as_str(step.get("id")), as_str(step.get("name")), [])
                 if index is not None:
                     self._steps[index] = call
                 return [Observation("tool_call_start", etype, block=index, block_type="tool_use",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from tracestore.agent import codes as C
 from tracestore.ingest.agent import LIMIT_MAX, STATUSES
@@ -55,7 +55,7 @@ class AgentRunRecorder:
     """One agent run as one attempt (api ``agent-run``) of its own trace."""
 
     def __init__(self, recorder: Any, run_id: str, *, question: str, version: str,
-                 limits: Mapping[str, Any], mode: str = "agent", model: str | None = None,
+                 limits: Mapping[str, Any], mode: Literal["agent", "fixed"] = "agent", model: str | None = None,
                  config: Mapping[str, Any] | None = None, task: Any = None,
                  trace_id: str | None = None) -> None:
         if mode not in ("agent", "fixed"):

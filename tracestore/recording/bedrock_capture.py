@@ -79,7 +79,7 @@ class BedrockRecording(BodyRecording):
     def wrap_stream(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         stream = parsed.get("stream") if isinstance(parsed, dict) else None
         raw = getattr(stream, "_raw_stream", None)
-        if raw is None:  # an error response: nothing streamed
+        if stream is None or raw is None:  # an error response: nothing streamed
             return
         settings = context.get("tracestore_settings", {"endpoint": "converse-stream"})
         attempt = self.track(BodyAttempt(self, "bedrock-converse-stream", "aws-eventstream",

@@ -66,6 +66,11 @@ class BodyAttempt:
             self._expected_size = self._expected_size()
         return self._expected_size
 
+    def _open_then(self, action: Callable[[Any], Any]) -> None:
+        """Open the attempt (first call), then ``action(recorder)``."""
+        self._open()
+        action(self.recorder)
+
     def _guard(self, action: Callable[[], Any]) -> None:
         if self.dead:
             return
@@ -93,7 +98,7 @@ class BodyAttempt:
         recorded, in the writer's order (the handle's destination writes)."""
         def work() -> None:
             self.flush()
-            self._guard(lambda: (self._open(), action(self.recorder)))
+            self._guard(lambda: self._open_then(action))
 
         self.owner.submit(work)
 
@@ -108,17 +113,17 @@ class BodyAttempt:
         with self.owner.lock:
             previous, self.pending = self.pending, chunk
             if previous:
-                self._guard(lambda: (self._open(), self.recorder.feed(previous)))
+                self._guard(lambda: self._open_then(lambda r: r.feed(previous)))
 
     def record(self, data: bytes) -> None:
         """Record ``data`` (bytes the application already had) now."""
-        self._guard(lambda: (self._open(), self.recorder.feed(data)))
+        self._guard(lambda: self._open_then(lambda r: r.feed(data)))
 
     def flush(self) -> None:
         """Record what the app already holds (called under the transport's lock)."""
         if self.pending and not self.finished:
             pending, self.pending = self.pending, None
-            self._guard(lambda: (self._open(), self.recorder.feed(pending)))
+            self._guard(lambda: self._open_then(lambda r: r.feed(pending)))
 
     def _finish(self) -> bool:
         if self.finished:
@@ -259,7 +264,7 @@ class BodyRecording:
         # call (commits).  In the background the application's thread takes only the first,
         # so it never waits for a commit.
         self.state_lock = threading.Lock()
-        self.broken = (ConnectionError, *broken)
+        self.broken: tuple[type[BaseException], ...] = (ConnectionError, *broken)
         "Exceptions that mean the connection broke (drain ``reset``); others are ``error``."
         self.attempts: list[Any] = []
         "The ``AttemptRecorder`` of every recorded response, in the order they were opened."

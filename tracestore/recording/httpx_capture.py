@@ -136,7 +136,7 @@ def _default_http() -> Any:
     try:
         import httpx2 as http
     except ModuleNotFoundError:
-        import httpx as http
+        import httpx as http  # type: ignore[no-redef]
     return http
 
 
@@ -148,7 +148,7 @@ def _classes(http: Any) -> tuple[type, type]:
     if http.__name__ in _CLASSES:
         return _CLASSES[http.__name__]
 
-    class SyncBody(http.SyncByteStream):  # type: ignore[misc,name-defined]
+    class SyncBody(http.SyncByteStream):
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
             self.tracestore_handle = attempt.handle  # ``turn.attempt_of(stream)`` finds it
@@ -164,7 +164,7 @@ def _classes(http: Any) -> tuple[type, type]:
             self._attempt.closed_early()
             self._inner.close()
 
-    class AsyncBody(http.AsyncByteStream):  # type: ignore[misc,name-defined]
+    class AsyncBody(http.AsyncByteStream):
         def __init__(self, inner: Any, attempt: BodyAttempt) -> None:
             self._inner, self._attempt = inner, attempt
             self.tracestore_handle = attempt.handle  # ``turn.attempt_of(stream)`` finds it
@@ -184,7 +184,7 @@ def _classes(http: Any) -> tuple[type, type]:
         return http.Response(response.status_code, headers=response.headers, stream=body,
                              extensions=response.extensions, request=request)
 
-    class Sync(http.BaseTransport, BodyRecording):  # type: ignore[misc,name-defined]
+    class Sync(http.BaseTransport, BodyRecording):
         """Records streaming response bodies into ``trace`` (see the module docstring)."""
 
         def __init__(self, trace: Any, inner: Any = None, background: bool = True) -> None:
@@ -203,7 +203,7 @@ def _classes(http: Any) -> tuple[type, type]:
             self.stop_writer()
             self.inner.close()
 
-    class Async(http.AsyncBaseTransport, BodyRecording):  # type: ignore[misc,name-defined]
+    class Async(http.AsyncBaseTransport, BodyRecording):
         """The asyncio twin (``AsyncOpenAI``, ``AsyncAnthropic`` …)."""
 
         def __init__(self, trace: Any, inner: Any = None, background: bool = True) -> None:

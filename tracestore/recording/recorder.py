@@ -269,8 +269,8 @@ class AttemptRecorder:
         with self._rec.lock:
             self._rec.check_open()
             if not self.started:
-                raise NotFound(f"attempt {self.attempt_id!r} is not recorded yet (no bytes told "
-                               "its API)", code="not_started", attempt_id=self.attempt_id)
+                raise InputError(f"attempt {self.attempt_id!r} is not recorded yet (no bytes "
+                                 "told its API)", code="not_started", attempt_id=self.attempt_id)
             decided = decide_attempt(self._rec.store, self.trace.trace_id, self.attempt_id)
         assert decided is not None  # started: its start is in the trace
         return decided
@@ -321,17 +321,18 @@ class AttemptRecorder:
                 first = store.read(stream=attempt_stream(self.retry_of), limit=1)
                 if not first or first[0].trace_id != self.trace.trace_id:
                     raise NotFound(f"retry_of names {self.retry_of!r}, which is not an attempt "
-                                   f"of trace {self.trace.trace_id!r}", code="unknown_attempt",
+                                   f"of trace {self.trace.trace_id!r}", code="attempt_not_found",
                                    attempt_id=self.retry_of)
 
     def _write(self, result: FeedResult, *, final: bool = False,
                tail: list[Any] | None = None) -> None:
         events: list[Any] = []
-        starting = not self.started and self.capture.api is not None
-        if starting:
+        api = self.capture.api
+        starting = not self.started and api is not None
+        if starting and api is not None:  # (the second test narrows api for the checker)
             events.append(AttemptStarted(
                 attempt_id=self.attempt_id, trace_id=self.trace.trace_id,
-                api=self.capture.api, reader=self.reader, retry_of=self.retry_of,
+                api=api, reader=self.reader, retry_of=self.retry_of,
                 request=self.request, observed_at=_now()))
         seg = result.segment
         blobs: list[bytes] = []

@@ -119,8 +119,8 @@ class Writer:
             failures = batch.commit()
         self.batches += 1
         self.commits += batch.commits
-        for attempt, exc in failures:
-            self.on_failure(attempt, exc)
+        for attempt, error in failures:
+            self.on_failure(attempt, error)
 
     def _wait_for_a_pause(self, queued_at: float) -> None:
         """Hold back until the application's reads pause (``QUIET_SECONDS``), the oldest
@@ -285,7 +285,9 @@ def _feed_planners(rec: Any, groups: list[Any], outcomes: list[Any]) -> None:
         if isinstance(outcome, Exception):
             continue
         mine = written.setdefault(attempt.trace.trace_id, [])
-        mine.extend(StoredEvent(position, new.id, new.stream, 0, new.event.type, 0, None,
+        # recorded_at None: stand-ins for the planner, not rows (they have no time)
+        mine.extend(StoredEvent(position, new.id, new.stream, 0, new.event.type, 0,
+                                None,  # type: ignore[arg-type]
                                 new.trace_id, new.event, "")
                     for position, new in zip(outcome.positions, events))
     planner = getattr(rec, "planner", None)

@@ -227,9 +227,9 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
     for stored in events:
         owner = stored.attempt_id
         if owner is None and stored.trace_id == trace_id:
-            lane = 0
+            lane_index = 0
         elif owner in lane_of:
-            lane = lane_of[owner]
+            lane_index = lane_of[owner]
         else:
             continue
         native, block = None, None
@@ -245,7 +245,7 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
             marks.append("late")
         if kind in ("write", "progress") and stored.event.source == "application":
             marks.append("application")
-        rows.append(Row(stored.position, lane, kind, label, text, tuple(marks),
+        rows.append(Row(stored.position, lane_index, kind, label, text, tuple(marks),
                         tuple(by_position.get(stored.position, ())), native, block))
     return rows
 

@@ -217,7 +217,8 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
         check_value(field, value)
     _check_evidence_kinds(template, events, sets, cited)
     _check_unknown_fields(template, events, attempt_id, sets, cited)
-    digest, overrides, refusal = None, [], None
+    overrides: list[Any] = []
+    digest, refusal = None, None
     if approve:
         digest, overrides, refusal = _approval_checks(template, events, attempt_id,
                                                       expect_digest, override_reason)

@@ -60,7 +60,7 @@ class ReviewContext:
 
     @property
     def started(self) -> AttemptStarted:
-        return self.start.event  # type: ignore[no-any-return]
+        return self.start.event
 
     @property
     def as_of(self) -> int:

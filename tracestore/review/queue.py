@@ -126,11 +126,12 @@ def trace_projection(events: Sequence[StoredEvent], trace_id: str,
         states = []
         for template_name, _ in records.get(aid, []):
             try:
-                template = load_template(template_name)
+                loaded = load_template(template_name)
             except NotFound:
                 continue  # a record of a template this install does not have
-            record = fill_record(template, ordered, aid, version="")
-            last = max(a.position for a in (*record.history, *record.approvals))
+            record = fill_record(loaded, ordered, aid, version="")
+            last = max([h.position for h in record.history]
+                       + [a.position for a in record.approvals])
             reviews.append(ReviewRow(template_name, aid, trace_id, record.review_state,
                                      record.digest or "", last, review_detail(record)))
             states.append(record.review_state)

@@ -134,9 +134,10 @@ def render_history_markdown(record: ReviewRecord) -> str:
     return "\n".join(lines) + "\n"
 
 
+# One line, like every JSON document tracestore writes (docs/json.md); it was indented.
 def render_json(record: ReviewRecord) -> str:
-    return json_text(record.to_dict()) + "\n"
+    return json_text(record.to_dict(), indent=None) + "\n"
 
 
 def render_history_json(record: ReviewRecord) -> str:
-    return json_text(record.history_dict()) + "\n"
+    return json_text(record.history_dict(), indent=None) + "\n"

@@ -153,6 +153,7 @@ def load_ed25519_pem(pem: bytes, *, what: str = "checkpoint key") -> Any:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (Ed25519PrivateKey,
                                                                    Ed25519PublicKey)
 
+    key: object  # a private or a public key of any kind; Ed25519 is checked below
     try:
         if b"PRIVATE KEY" in pem:
             key = serialization.load_pem_private_key(pem, password=None)

@@ -59,6 +59,12 @@ def utc_now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
+
+def _given(events: Sequence[NewEvent], blobs: Sequence[bytes],
+           ) -> Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]]:
+    """An append plan that ignores the write view: the events were planned already."""
+    return lambda _view: (events, blobs)
+
 class Positions(Sequence[int]):
     """The positions one append wrote, in order.  They are always consecutive (``head + 1 …
     head + n``: skipped ids take none), so they are held as a range -- a million-event
@@ -275,8 +281,8 @@ class EventStore(StoreConnections, LogReads):
                         continue
                     savepoint = conn.begin_nested()
                     try:
-                        result = self._append_in(
-                            conn, lambda _v, b=batch, d=blob_data: (b, d), expected or {})
+                        result = self._append_in(conn, _given(batch, blob_data),
+                                                 expected or {})
                     except (TracestoreError, IntegrityError) as exc:
                         savepoint.rollback()
                         error = _refused(exc) if isinstance(exc, IntegrityError) else exc
@@ -400,8 +406,8 @@ class EventStore(StoreConnections, LogReads):
         same transaction): bound as one parameter, SQLite would hold its own copies of the
         whole capture -- as large as the input -- at the ingest's peak."""
         driver = conn.connection.driver_connection
-        if self._dialect != "sqlite" or len(data) <= _BLOB_PIECE or not hasattr(
-                driver, "blobopen"):
+        if (self._dialect != "sqlite" or len(data) <= _BLOB_PIECE or driver is None
+                or not hasattr(driver, "blobopen")):
             return False
         conn.exec_driver_sql("INSERT INTO ts_blobs (sha256, size, data) VALUES "
                              f"({self._mark}, {self._mark}, zeroblob({self._mark}))",

@@ -282,7 +282,7 @@ ROW_COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at
                "payload, hash")
 
 
-def _to_stored(row: Mapping[str, Any]) -> StoredEvent:
+def _to_stored(row: Mapping[Any, Any]) -> StoredEvent:
     return _stored_from_row(tuple(row[name] for name in _COLUMN_NAMES))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +61,7 @@ class Expected:
 
 
 def _rows(conn: Connection, batch_size: int, *, after: int = 0,
-          limit: int | None = None) -> Iterator[Mapping[str, Any]]:
+          limit: int | None = None) -> Iterator[Mapping[Any, Any]]:
     """Rows after ``after`` (at most ``limit``) with text columns as raw bytes on SQLite."""
     sqlite = conn.dialect.name == "sqlite"
     columns: list[Any] = [events.c.position, events.c.version, events.c.schema_version]
@@ -83,14 +83,14 @@ def _rows(conn: Connection, batch_size: int, *, after: int = 0,
             left -= len(rows)
 
 
-def _text(row: Mapping[str, Any], name: str) -> str | None:
+def _text(row: Mapping[Any, Any], name: str) -> str | None:
     value = row[name]
     if value is None or isinstance(value, str):
         return value
     return bytes(value).decode("utf-8")  # UnicodeDecodeError: the caller reports it
 
 
-def _check_row(row: Mapping[str, Any], prev_hash: str, expected_position: int,
+def _check_row(row: Mapping[Any, Any], prev_hash: str, expected_position: int,
                ) -> tuple[str | None, dict[str, Any]]:
     """(why the row breaks the chain or None, its decoded text columns)."""
     position = row["position"]
@@ -100,7 +100,8 @@ def _check_row(row: Mapping[str, Any], prev_hash: str, expected_position: int,
     if stored_as != "text":
         return f"payload is stored as {stored_as}, not text", {}
     try:
-        text = {name: _text(row, name) for name in _TEXT_COLUMNS}
+        # Any: the None check below stands for each column's own narrowing.
+        text: dict[str, Any] = {name: _text(row, name) for name in _TEXT_COLUMNS}
     except UnicodeDecodeError:
         bad = next(n for n in _TEXT_COLUMNS if not _utf8(row[n]))
         return f"{bad} is not valid UTF-8", {}
@@ -181,7 +182,7 @@ class _Walk:
         return VerifyResult(True, self.count, None, None, self.prev_hash, len(self.checked),
                             expected.position if expected else None)
 
-    def fast_batch(self, batch_size: int) -> list[Any] | None:
+    def fast_batch(self, batch_size: int) -> Sequence[Any] | None:
         """The next rows as plain tuples from the driver's own cursor (SQLAlchemy's
         per-row fetch would double the pass), or None when SQLite cannot decode a text
         column in them (invalid UTF-8): that batch is then walked exactly."""
@@ -198,7 +199,7 @@ class _Walk:
         finally:
             cursor.close()
 
-    def walk_fast(self, rows: list[Any]) -> VerifyResult | None:
+    def walk_fast(self, rows: Sequence[Any]) -> VerifyResult | None:
         """Chain-check tuples; hand any row it cannot confirm to ``step_exact``.
 
         The chain state lives in locals and is written back to ``self`` only around the
@@ -241,7 +242,7 @@ class _Walk:
         row = next(_rows(self.conn, 1, after=self.count, limit=1))
         return self.walk_exact([row])
 
-    def walk_exact(self, rows: Iterable[Mapping[str, Any]]) -> VerifyResult | None:
+    def walk_exact(self, rows: Iterable[Mapping[Any, Any]]) -> VerifyResult | None:
         for row in rows:
             reason, text = _check_row(row, self.prev_hash, self.count + 1)
             if reason is not None:

@@ -31,6 +31,9 @@ _SSE_PREFIXES: Final[tuple[bytes, ...]] = (b"data:", b"event:", b"id:", b"retry:
 def _is_aws_prelude(head: bytes) -> bool:
     if len(head) < 12:
         return False
+    total: int
+    headers_len: int
+    prelude_crc: int
     total, headers_len, prelude_crc = struct.unpack_from(">III", head)
     return (zlib.crc32(head[:8]) == prelude_crc and total >= 16
             and headers_len <= total - 16)

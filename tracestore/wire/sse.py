@@ -37,9 +37,9 @@ from tracestore.errors import WireError
 from tracestore.wire.base import Decoder
 from tracestore.wire.frames import Frame, SSEEvent, SSEEventDraft, Truncation
 from tracestore.wire.sse_blocks import SSEInterpreter
+from tracestore.wire.utf8 import TRUNCATED_FRAME, tail_code
 
 _new = object.__new__
-from tracestore.wire.utf8 import TRUNCATED_FRAME, tail_code
 
 
 class SSEDecoder(SSEInterpreter):
@@ -159,7 +159,7 @@ class SSEDecoder(SSEInterpreter):
             return False
         pos = self._pos
         last_id = self.last_event_id
-        frames = []
+        frames: list[SSEEventDraft] = []  # SSEEvent by class swap (see _one)
         append = frames.append
         try:
             for value in values:
@@ -171,12 +171,12 @@ class SSEDecoder(SSEInterpreter):
                 frame.id = last_id
                 frame.retry = None
                 frame.event_field_present = False
-                frame.__class__ = SSEEvent
+                frame.__class__ = SSEEvent  # type: ignore[assignment]
                 append(frame)
                 pos += size
         except UnicodeDecodeError:
             return False  # the general path reports the first bad byte
-        out += frames
+        out += frames  # type: ignore[arg-type]
         self._pos = pos
         self.frame_count += blocks
         return True
@@ -210,8 +210,8 @@ class SSEDecoder(SSEInterpreter):
                     region = view[:end + 1].tobytes()
                 del buf[:end + 1]
             else:
-                region = data[:end + 1]
-                buf += data[end + 1:]
+                region = chunk[:end + 1]  # data is chunk here
+                buf += chunk[end + 1:]
             self._region(region, cr >= 0, out)
         elif data is not buf:
             buf += data

@@ -138,8 +138,8 @@ class SSEInterpreter(Decoder):
                             frame.id = last_id
                             frame.retry = None
                             frame.event_field_present = False
-                            frame.__class__ = SSEEvent
-                            append(frame)
+                            frame.__class__ = SSEEvent  # type: ignore[assignment]
+                            append(frame)  # type: ignore[arg-type]  # an SSEEvent now
                             pos += size
                             continue
                     elif piece.startswith(b"event: ") and len(piece) <= inner_max:
@@ -161,8 +161,8 @@ class SSEInterpreter(Decoder):
                             frame.id = last_id
                             frame.retry = None
                             frame.event_field_present = True
-                            frame.__class__ = SSEEvent
-                            append(frame)
+                            frame.__class__ = SSEEvent  # type: ignore[assignment]
+                            append(frame)  # type: ignore[arg-type]  # an SSEEvent now
                             pos += size
                             continue
                 size = len(piece) + sep_len
@@ -224,7 +224,7 @@ class SSEInterpreter(Decoder):
         elif name == "data":
             if data is None:
                 data = value
-            elif type(data) is str:
+            elif isinstance(data, str):
                 data = [data, value]
             else:
                 data.append(value)
