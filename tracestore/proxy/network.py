@@ -80,7 +80,8 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if info == "is_readable":
             # A pooled connection the server closed (or that has unread bytes) is readable:
             # httpcore then does not reuse it.
-            return self._reader.at_eof() or bool(len(self._reader._buffer)) \
+            unread = len(self._reader._buffer)  # type: ignore[attr-defined]  # no public count
+            return self._reader.at_eof() or bool(unread) \
                 or transport.is_closing() or _socket_readable(transport.get_extra_info("socket"))
         return None
 

@@ -78,7 +78,7 @@ def _protocol() -> Any:
     except ImportError:
         from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
 
-    class Protocol(base):  # type: ignore[misc, valid-type]
+    class Protocol(base):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             transport.set_write_buffer_limits(high=WRITE_BUFFER)

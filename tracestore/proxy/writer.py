@@ -88,7 +88,8 @@ class StreamRecord:
 
     def _spilled(self, chunk: bytes) -> _Spilled:
         if self._spill is None:
-            self._spill = tempfile.TemporaryFile(prefix="tracestore-proxy-",
+            # the file lives as long as the stream and is closed with it (close())
+            self._spill = tempfile.TemporaryFile(prefix="tracestore-proxy-",  # noqa: SIM115
                                                  dir=self.owner.spill_dir)
         at = self.spilled
         os.pwrite(self._spill.fileno(), chunk, at)
@@ -282,7 +283,7 @@ class ProxyRecording:
         if record.dead:
             return b""
         if len(pieces) == 1 and pieces[0].__class__ is not _Spilled:
-            return pieces[0]  # type: ignore[no-any-return]
+            return pieces[0]
         return b"".join(record.read_spilled(p) if p.__class__ is _Spilled else p
                         for p in pieces)
 

@@ -190,8 +190,9 @@ def desk_app(config: DeskConfig, store: Any) -> Any:
         Route("/events/{attempt_id:path}", partial(pages.events, desk), methods=["GET"]),
         Route("/review/{attempt_id:path}", partial(pages.review, desk), methods=["POST"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={
-        HTTPException: http_error, Exception: any_error, TracestoreError: any_error})
+    handlers: dict[Any, Any] = {  # Starlette types each handler by its exception class
+        HTTPException: http_error, Exception: any_error, TracestoreError: any_error}
+    app = Starlette(routes=routes, exception_handlers=handlers)
     hosts = (allowed_hosts(config.host, config.port)
              if config.check_hosts and config.token is None else None)
     guard = Guard(app, secret=secrets.token_bytes(32), hosts=hosts, token=config.token)

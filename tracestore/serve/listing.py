@@ -114,9 +114,9 @@ def query_page(store: EventStore, f: QueueFilter, *, after: int = 0,
 
     since, until = check_filter(f)
     if store.read_only and qi._behind(store):  # an archive: judged here, nothing written
-        rows = [r for r in qi.select_attempts(store, f) if r["first_position"] > after]
-        return Page(rows[:limit], len(rows), after,
-                    rows[limit - 1]["first_position"] if len(rows) > limit else None)
+        judged = [r for r in qi.select_attempts(store, f) if r["first_position"] > after]
+        return Page(judged[:limit], len(judged), after,
+                    judged[limit - 1]["first_position"] if len(judged) > limit else None)
     if sync and not store.read_only:
         qi.sync(store)
     where, params = where_clause(store, f, since, until)
@@ -129,9 +129,9 @@ def query_page(store: EventStore, f: QueueFilter, *, after: int = 0,
     with store._reader.connect() as conn:
         rows = conn.exec_driver_sql(sql, (*params, int(after))).all()
         total = conn.exec_driver_sql(count, tuple(params)).scalar() or 0
-    listing = []
+    listing: list[dict[str, Any]] = []
     for row in rows[:limit]:
-        item = dict(zip(_COLUMNS, row, strict=True))
+        item: dict[str, Any] = dict(zip(_COLUMNS, row, strict=True))
         item["reasons"] = [x for x in (item["reasons"] or "").split(",") if x]
         item["violation_codes"] = [x for x in (item["violation_codes"] or "").split(",")
                                    if x and ":" not in x]

@@ -12,7 +12,7 @@ import datetime as dt
 import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, func, select
 from sqlalchemy.exc import DBAPIError
@@ -86,8 +86,10 @@ class LogReads:
     """The read half of ``EventStore`` (it supplies ``url``, the engines and ``_mark``)."""
 
     url: str
-    _reader: Engine
     _mark: str
+    if TYPE_CHECKING:  # supplied by StoreConnections (a lazily built engine)
+        @property
+        def _reader(self) -> Engine: ...
 
     def _head(self, conn: Connection) -> tuple[int, str]:
         row = conn.execute(
@@ -119,7 +121,8 @@ class LogReads:
 
             if attempt_id is not None:
                 stream = attempt_stream(attempt_id)
-            mark, where, params = self._mark, [f"position > {self._mark}"], [after]
+            mark, where = self._mark, [f"position > {self._mark}"]
+            params: list[str | int] = [after]
             for column, op, value in (("stream", "=", stream), ("trace_id", "=", trace_id),
                                       ("position", "<=", upto)):
                 if value is not None:
