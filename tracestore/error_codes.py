@@ -353,6 +353,28 @@ INVALID_DESTINATION_REQUEST: Final = _code("invalid_destination_request", None, 
 METHOD_NOT_ALLOWED: Final = _code("method_not_allowed", None, "Proxy, HTTP 405: the endpoint "
     "takes POST only.")
 
+# -- recording (issue 18/19 additions) -------------------------------------------------------
+RECORDER_CLOSED: Final = _code("recorder_closed", 2, "A recording call went through a Recorder "
+    "(or a handle of one) after it was closed; nothing is written.")
+UNKNOWN_PROFILE: Final = _code("unknown_profile", 2, "A trace opened with profile=... names no shipped "
+    "profile (it would hold every answer no_profile).")
+INVALID_FRAME_JSON: Final = _code("invalid_frame_json", 2, "A seed-000 application frame is not "
+    "strict JSON; the frames before it are kept and the attempt is held.")
+
+# -- tracestore serve (the desk; form errors are HTTP 400 pages, start-up errors exit 2) -----
+REMOTE_REFUSED: Final = _code("remote_refused", 2, "serve was asked to bind a non-loopback host "
+    "without --allow-remote and --token.")
+INVALID_PORT: Final = _code("invalid_port", 2, "The --port value is not 0-65535.")
+LISTEN_FAILED: Final = _code("listen_failed", 2, "The desk could not listen on HOST:PORT (in use, "
+    "or not allowed).")
+STORE_READ_ONLY: Final = _code("store_read_only", 2, "A read-only store was opened with a "
+    "reviewer identity: the desk can show it but not record reviews.")
+INVALID_ACTION: Final = _code("invalid_action", 2, "A desk form's action is not set or approve.")
+INVALID_EVIDENCE: Final = _code("invalid_evidence", 2, "Evidence positions in a desk form are "
+    "not numbers.")
+INVALID_POSITION: Final = _code("invalid_position", 2, "A desk page's log position parameter is "
+    "not a number.")
+
 
 #: Every registered code by name.
 CODES: Final[dict[str, ErrorCode]] = {
