@@ -362,7 +362,7 @@ INVALID_FRAME_JSON: Final = _code("invalid_frame_json", 2, "A seed-000 applicati
     "strict JSON; the frames before it are kept and the attempt is held.")
 
 # -- tracestore serve (the desk; form errors are HTTP 400 pages, start-up errors exit 2) -----
-REMOTE_REFUSED: Final = _code("remote_refused", 2, "serve was asked to bind a non-loopback host "
+REMOTE_REFUSED: Final = _code("remote_refused", 2, "The desk was asked to bind a non-loopback host "
     "without --allow-remote and --token.")
 INVALID_PORT: Final = _code("invalid_port", 2, "The --port value is not 0-65535.")
 LISTEN_FAILED: Final = _code("listen_failed", 2, "The desk could not listen on HOST:PORT (in use, "
