@@ -314,6 +314,24 @@ class ReleaseJudge:
         if self.fold.apply(stored) and self.outcome is None:
             self._judge(stored.position)
 
+    def feed_observed(self, position: int, native: Any,
+                      observations: Sequence[Any]) -> None:
+        """``feed`` of one of this attempt's frames with its observations already made (see
+        ``AttemptFold.frame_observed``; only when ``fold.folds_observed``).
+
+        A frame that adds no anomaly, terminal or error before any drain leaves every fact
+        ``_evaluate`` reads as it was when it last answered "not final", so it is not asked
+        again (a text delta, nearly every frame of an answer)."""
+        fold = self.fold
+        if self.outcome is not None:
+            fold.frame_observed(position, native, observations)
+            return
+        before = len(fold.anomalies), len(fold.terminals), len(fold.errors)
+        fold.frame_observed(position, native, observations)
+        if fold.drain is not None or before != (len(fold.anomalies), len(fold.terminals),
+                                                len(fold.errors)):
+            self._judge(position)
+
     def _judge(self, position: int) -> None:
         self.outcome = _named(self.fold, _evaluate(self.fold, self.rule, self.person))
         if self.outcome is not None:
