@@ -50,7 +50,7 @@ def _natives(folder: str, every: int = 1) -> list[tuple[str, list]]:
     return out
 
 
-CAPTURES = _natives("real") + _natives("synthetic") + _natives("wild", every=3)
+CAPTURES = _natives("real") + _natives("synthetic") + _natives("wild", every=8)
 CASES = [(f"{name}+{ending}", natives + ENDINGS[ending])
          for name, natives in CAPTURES for ending in ENDINGS
          if ending == "clean" or name.startswith("real/")]
