@@ -282,7 +282,7 @@ def write_audit_json(store: EventStore, write: Callable[[str], Any]) -> int:
     order as they are produced, then the violations sorted by position (kept until the
     end; a clean store has none).  Returns the number of violations.
     """
-    from tracestore.cli.audit_index import write_indexed_audit
+    from tracestore.review.audit_index import write_indexed_audit
 
     indexed = write_indexed_audit(store, write)  # judged once, kept by appends (issue 25)
     if indexed is not None:

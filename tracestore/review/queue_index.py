@@ -99,7 +99,7 @@ def sync(store: EventStore) -> int:
     compiled per trace), and their rows are replaced by ``executemany`` in flushes of
     ``_FLUSH_TRACES`` traces -- the first build of a 100k-attempt store is a bulk build,
     not 400k compiled statements."""
-    from tracestore.cli import audit_index
+    from tracestore.review import audit_index
     from tracestore.review.queue import trace_projection
     from tracestore.store.reads import ROW_COLUMNS, _driver_fetch, _stored_from_row
     from tracestore.store.schema import events
@@ -179,7 +179,7 @@ def _replace(conn: Any, cursor: Any, mark: str, traces: list[str],
         return
     from sqlalchemy.exc import DBAPIError
 
-    from tracestore.cli.audit_index import INSERT_COLUMNS
+    from tracestore.review.audit_index import INSERT_COLUMNS
 
     def insert_sql(table: str, columns: tuple[str, ...]) -> str:
         return (f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
