@@ -155,7 +155,8 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
         observed = feed(element)
         fields = template.copy()
         fields.update(native=element, index=index, offset=offset, length=length,
-                      kinds=tuple([o.kind for o in observed]))
+                      kinds=(observed[0].kind,) if len(observed) == 1
+                      else tuple([o.kind for o in observed]))
         try:
             payload = to_json(fields)
         except PydanticSerializationError:  # e.g. a lone surrogate: the model decides
