@@ -116,14 +116,15 @@ class PlanDecisions:
         planner = self.planners.get(new.trace_id)
         if planner is None:
             return
-        if new.__class__ is SerializedEvent and new.observed is not None:
+        if new.__class__ is SerializedEvent and new.observed is not None \
+                and (fields := new.fields) is not None:
             # A frame the plan normalized: folded from the plan's own data (no model, no
             # stored event, no second normalization).
-            attempt_id = new.fields["attempt_id"]
+            attempt_id = fields["attempt_id"]
             lean = self._lean.get(attempt_id) or self._promote(attempt_id)
             if lean is not None and planner.judges.get(attempt_id) is lean:
                 planner.position = position  # all ``DecisionPlanner.feed`` keeps of a frame
-                lean.feed_observed(position, new.fields["native"], new.observed)
+                lean.feed_observed(position, fields["native"], new.observed)
                 return
         elif new.stream in self._lean_streams and (
                 new.type if new.__class__ is SerializedEvent else new.event.type

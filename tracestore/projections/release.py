@@ -26,6 +26,8 @@ from tracestore.events import (
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
+# The judges of apis that are not provider streams (agent runs), by name: see judges.py.
+from tracestore.projections.judges import JUDGES, LAZY_JUDGES, register_judge  # noqa: F401
 from tracestore.projections.semantics import Judgement, judge, sha256_text
 
 _DRAIN_REASON = {"eof": R.DRAIN_EOF, "error": R.DRAIN_ERROR, "reset": R.DRAIN_RESET}
@@ -364,66 +366,6 @@ class ReleaseJudge:
 
     def view(self) -> AttemptView:
         return self.fold.view()
-
-
-class _Judges(dict):  # type: ignore[type-arg]
-    """api -> judge class.  A judge whose module is named in ``LAZY_JUDGES`` is imported
-    the first time its api is asked for (or the registry is listed), so judging a provider
-    stream -- ``tracestore release`` -- never loads the agent packages."""
-
-    def _load(self, api: str | None = None) -> None:
-        import importlib
-
-        for name, module in LAZY_JUDGES.items():
-            if (api is None or api == name) and not dict.__contains__(self, name):
-                importlib.import_module(module)  # registers itself (``register_judge``)
-
-    def get(self, api: Any, default: Any = None) -> Any:
-        if api in LAZY_JUDGES:
-            self._load(api)
-        return dict.get(self, api, default)
-
-    def __getitem__(self, api: Any) -> Any:
-        if api in LAZY_JUDGES:
-            self._load(api)
-        return dict.__getitem__(self, api)
-
-    def __contains__(self, api: object) -> bool:
-        if api in LAZY_JUDGES:
-            self._load(str(api))
-        return dict.__contains__(self, api)
-
-    def items(self) -> Any:
-        self._load()
-        return dict.items(self)
-
-    def keys(self) -> Any:
-        self._load()
-        return dict.keys(self)
-
-    def values(self) -> Any:
-        self._load()
-        return dict.values(self)
-
-    def __iter__(self) -> Any:
-        self._load()
-        return dict.__iter__(self)
-
-    def __len__(self) -> int:
-        self._load()
-        return dict.__len__(self)
-
-
-#: Judges of attempt apis that are not provider streams, registered by their module:
-#: dispatch as data, no import circle.  ``LAZY_JUDGES`` names the module of each (it is
-#: imported when its api is first judged); ``agent_release`` checks its api is named here.
-JUDGES: dict[str, type[ReleaseJudge]] = _Judges()
-LAZY_JUDGES: dict[str, str] = {"agent-run": "tracestore.projections.agent_release"}
-
-
-def register_judge(api: str, judge_class: type[ReleaseJudge]) -> None:
-    """Judge attempts started with ``api`` by ``judge_class`` (same interface)."""
-    JUDGES[api] = judge_class
 
 
 def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str, ...]:
