@@ -125,6 +125,10 @@ class PlanDecisions:
             if lean is not None and planner.judges.get(attempt_id) is lean:
                 planner.position = position  # all ``DecisionPlanner.feed`` keeps of a frame
                 lean.feed_observed(position, fields["native"], new.observed)
+                # Folded: the lent fields and observations are not needed again (the store
+                # keeps only the payload), so a 5,000-row chunk does not hold its parsed
+                # natives until the chunk is inserted.
+                new.fields = new.observed = None
                 return
         elif new.stream in self._lean_streams and (
                 new.type if new.__class__ is SerializedEvent else new.event.type
