@@ -14,10 +14,13 @@ native ending and a clean drain (half a JSON text is never an answer).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracestore.contracts.binding import BoundContext, Citation
-from tracestore.contracts.model import Contract
+
+if TYPE_CHECKING:  # annotations only: a release without a bound contract never loads the
+    # contract models (their pydantic classes were ~20 ms of ``tracestore release``).
+    from tracestore.contracts.model import Contract
 from tracestore.contracts.urls import check_url
 from tracestore.providers.strictjson import StrictJSONError, strict_parse
 

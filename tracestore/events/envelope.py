@@ -61,15 +61,20 @@ class SerializedEvent:
     model on demand for callers that inspect a plan.
     """
 
-    __slots__ = ("stream", "id", "trace_id", "type", "payload", "fields")
+    __slots__ = ("stream", "id", "trace_id", "type", "payload", "fields", "observed")
     fresh_id = False
 
     def __init__(self, stream: str, id: str, trace_id: str | None, type: str,
-                 payload: bytes, fields: dict[str, Any] | None = None) -> None:
+                 payload: bytes, fields: dict[str, Any] | None = None,
+                 observed: Any = None) -> None:
         self.stream, self.id, self.trace_id = stream, id, trace_id
         self.type, self.payload = type, payload
         self.fields = fields
         "The validated field values the payload was serialized from, when the planner lent them."
+        self.observed = observed
+        """A frame's observations as the planner's normalizer made them (its kinds are the
+        payload's), when it lent them: the ingest's decision folds them, never normalizing
+        the frame again (``tracestore.ingest.decide``)."""
 
     @property
     def event(self) -> Any:

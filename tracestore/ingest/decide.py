@@ -51,6 +51,12 @@ class PlanDecisions:
         "Attempts of the plan whose ``attempt.started`` was written by this append."
         self._older: dict[str, list[StoredEvent]] = {}
         self._recorded_at: Any = None
+        self._lean: dict[str, ReleaseJudge] = {}
+        "Attempts whose frames are folded from the plan's observations: their judge."
+        self._candidates: dict[str, ReleaseJudge] = {}
+        self._lean_streams: set[str] = set()
+        self._unsure: set[str] = set()
+        "Traces whose decisions are taken from a read at the end (see ``written``)."
 
     # -- before the plan is written ----------------------------------------------------
     def prepare(self, view: Any) -> None:
@@ -110,6 +116,27 @@ class PlanDecisions:
         planner = self.planners.get(new.trace_id)
         if planner is None:
             return
+        if new.__class__ is SerializedEvent and new.observed is not None \
+                and (fields := new.fields) is not None:
+            # A frame the plan normalized: folded from the plan's own data (no model, no
+            # stored event, no second normalization).
+            attempt_id = fields["attempt_id"]
+            lean = self._lean.get(attempt_id) or self._promote(attempt_id)
+            if lean is not None and planner.judges.get(attempt_id) is lean:
+                planner.position = position  # all ``DecisionPlanner.feed`` keeps of a frame
+                lean.feed_observed(position, fields["native"], new.observed)
+                # Folded: the lent fields and observations are not needed again (the store
+                # keeps only the payload), so a 5,000-row chunk does not hold its parsed
+                # natives until the chunk is inserted.
+                new.fields = new.observed = None
+                return
+        elif new.stream in self._lean_streams and (
+                new.type if new.__class__ is SerializedEvent else new.event.type
+        ) == "frame.received":
+            # A frame of a lean attempt the plan lent no observations for (a model the
+            # serializer refused): the fold cannot take it, so ``then`` decides the trace
+            # from a read instead.
+            self._unsure.add(new.trace_id)
         if new.__class__ is SerializedEvent:
             event = _model_of(new)
             type_name = new.type
@@ -129,11 +156,34 @@ class PlanDecisions:
             self._judge_older(planner)
             if event.attempt_id in self.attempts.get(planner.trace_id, ()):
                 self.started.add(event.attempt_id)
+                planner.feed(stored)
+                self._lean_judge(planner, event.attempt_id)
+                return
         planner.feed(stored)
+
+    def _lean_judge(self, planner: DecisionPlanner, attempt_id: str) -> None:
+        """The plan's attempt may be folded from the plan's observations when its judge is
+        the plain release judge over a fold that needs nothing but them (``_promote``)."""
+        judge = planner.judges.get(attempt_id)
+        if judge is not None and type(judge) is ReleaseJudge and judge.fold.folds_observed:
+            self._candidates[attempt_id] = judge
+
+    def _promote(self, attempt_id: str) -> ReleaseJudge | None:
+        """At the attempt's first frame lent observations: fold them from now on, if its
+        fold has normalized no frame itself (so its own normalizer is never needed)."""
+        judge = self._candidates.pop(attempt_id, None)
+        if judge is None or judge.fold.frames:
+            return None
+        self._lean[attempt_id] = judge
+        self._lean_streams.add(judge.fold.start.stream)
+        return judge
 
     def then(self, view: Any, result: Any) -> list[NewEvent]:
         due: list[NewEvent] = []
         for trace, planner in self.planners.items():
+            if trace in self._unsure:
+                due += _repair(view, trace)
+                continue
             due += planner.missing()
             for attempt_id in self.attempts[trace]:
                 if attempt_id not in self.started and not view.has_event(

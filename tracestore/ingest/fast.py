@@ -141,7 +141,7 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
     spans = checked.spans
     # the plain C scanner: pass 1 proved them strict (an attribute typeshed does not declare)
     scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
-    normalizer = make_normalizer(checked.api)
+    feed = make_normalizer(checked.api).feed
     stream = attempt_stream(attempt)
     template = _frame_template()
     template.update(type="frame.received", attempt_id=attempt, api=checked.api,
@@ -153,15 +153,20 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
             yield NewEvent(stream, label_event(element, index, attempt),
                            id=body_id(index), trace_id=trace)
             continue
+        # ``feed``, not ``kinds``: the observations are lent to the ingest's decision,
+        # which folds them instead of normalizing every frame a second time.
+        observed = feed(element)
         fields = template.copy()
         fields.update(native=element, index=index, offset=offset, length=length,
-                      kinds=normalizer.kinds(element))
+                      kinds=(observed[0].kind,) if len(observed) == 1
+                      else tuple([o.kind for o in observed]))
         try:
             payload = to_json(fields)
         except PydanticSerializationError:  # e.g. a lone surrogate: the model decides
             yield NewEvent(stream, FrameReceived(**fields), id=body_id(index), trace_id=trace)
             continue
-        yield SerializedEvent(stream, body_id(index), trace, "frame.received", payload, fields)
+        yield SerializedEvent(stream, body_id(index), trace, "frame.received", payload, fields,
+                              observed)
 
 
 class PlannedEvents:

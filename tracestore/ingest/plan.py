@@ -12,7 +12,7 @@ import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import InputError
 from tracestore.events import (
@@ -26,7 +26,10 @@ from tracestore.events import (
     attempt_stream,
     trace_stream,
 )
-from tracestore.ingest.fast import PlannedEvents
+
+if TYPE_CHECKING:  # the fast path (its JSON scanner, the wire limits) is not needed to
+    # derive an id: ``release`` imports this module for ``id_prefix`` alone.
+    from tracestore.ingest.fast import PlannedEvents
 
 _ID_NAMESPACE = uuid.UUID("5b0c7f3e-29a4-4c1e-9d8e-7a1f0c2b4d6e")
 DRAIN_OUTCOMES = ("clean", "eof", "error", "reset")

@@ -28,7 +28,7 @@ from tracestore.events import RunFinished, StoredEvent
 from tracestore.projections import reasons as R
 from tracestore.agent.codes import AGENT_API
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, _Outcome,
-                                            register_judge)
+                                            LAZY_JUDGES, register_judge)
 from tracestore.projections.semantics import judge, sha256_text
 
 if TYPE_CHECKING:
@@ -140,3 +140,5 @@ class AgentReleaseJudge(ReleaseJudge):
 
 
 register_judge(AGENT_API, AgentReleaseJudge)
+# ``release.JUDGES`` imports this module when an ``agent-run`` attempt is first judged.
+assert LAZY_JUDGES.get(AGENT_API) == __name__, "name this module in release.LAZY_JUDGES"

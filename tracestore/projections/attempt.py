@@ -177,9 +177,30 @@ class AttemptFold:
         if self.normalizer is None:
             self._anomaly(position, R.UNKNOWN_NATIVE_FORM, frame.api, "no normalizer")
             return
+        self._observed(position, frame.native,
+                       self.normalizer.feed(frame.native, frame.event_name))
+
+    @property
+    def folds_observed(self) -> bool:
+        """Whether ``frame_observed`` may fold this attempt's frames: no frame checker, no
+        event rules and a normalizer (then a frame's fold is its observations alone)."""
+        return self.checker is None and self.event_rules is None and self.normalizer is not None
+
+    def frame_observed(self, position: int, native: Any, observations: Sequence[Observation],
+                       ) -> None:
+        """``apply`` of one of this attempt's ``frame.received`` whose observations a twin
+        of this fold's normalizer (same API, fed the same frames in order) already made:
+        the ingest planner's.  Only when ``folds_observed``; the fold's own normalizer is
+        then never fed, so every frame of the attempt must come this way."""
+        self._view = None
+        self.frames += 1
+        self.last_frame_position = position
+        self._observed(position, native, observations)
+
+    def _observed(self, position: int, native: Any, observations: Sequence[Observation]) -> None:
         if self._grammar and self.started.api == "openai-responses":
-            self._check_sequence(position, frame.native)
-        for obs in self.normalizer.feed(frame.native, frame.event_name):
+            self._check_sequence(position, native)
+        for obs in observations:
             if self._grammar:
                 self._check_grammar(position, obs)
             self._observe(position, obs)

@@ -48,8 +48,6 @@ class TraceBindings:
 def find_bindings(events: Sequence[StoredEvent], trace_id: str) -> TraceBindings:
     """The trace's first ``contract.bound`` and ``request.bound`` (ingest refuses a second,
     different one, so the first is the only one)."""
-    from tracestore.contracts.model import cached_contract
-
     contract = request = None
     for stored in events:
         event = stored.event
@@ -59,6 +57,9 @@ def find_bindings(events: Sequence[StoredEvent], trace_id: str) -> TraceBindings
                 or event.trace_id != trace_id):
             continue
         if contract is None and isinstance(event, ContractBound):
+            # Only a bound trace loads the contract models (~20 ms of a ``release``).
+            from tracestore.contracts.model import cached_contract
+
             contract = cached_contract(event.sha256, event.contract)
         elif request is None and isinstance(event, RequestBound):
             request = event

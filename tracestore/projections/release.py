@@ -26,6 +26,8 @@ from tracestore.events import (
 )
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold, visible
+# The judges of apis that are not provider streams (agent runs), by name: see judges.py.
+from tracestore.projections.judges import JUDGES, LAZY_JUDGES, register_judge  # noqa: F401
 from tracestore.projections.semantics import Judgement, judge, sha256_text
 
 _DRAIN_REASON = {"eof": R.DRAIN_EOF, "error": R.DRAIN_ERROR, "reset": R.DRAIN_RESET}
@@ -314,6 +316,24 @@ class ReleaseJudge:
         if self.fold.apply(stored) and self.outcome is None:
             self._judge(stored.position)
 
+    def feed_observed(self, position: int, native: Any,
+                      observations: Sequence[Any]) -> None:
+        """``feed`` of one of this attempt's frames with its observations already made (see
+        ``AttemptFold.frame_observed``; only when ``fold.folds_observed``).
+
+        A frame that adds no anomaly, terminal or error before any drain leaves every fact
+        ``_evaluate`` reads as it was when it last answered "not final", so it is not asked
+        again (a text delta, nearly every frame of an answer)."""
+        fold = self.fold
+        if self.outcome is not None:
+            fold.frame_observed(position, native, observations)
+            return
+        before = len(fold.anomalies), len(fold.terminals), len(fold.errors)
+        fold.frame_observed(position, native, observations)
+        if fold.drain is not None or before != (len(fold.anomalies), len(fold.terminals),
+                                                len(fold.errors)):
+            self._judge(position)
+
     def _judge(self, position: int) -> None:
         self.outcome = _named(self.fold, _evaluate(self.fold, self.rule, self.person))
         if self.outcome is not None:
@@ -346,16 +366,6 @@ class ReleaseJudge:
 
     def view(self) -> AttemptView:
         return self.fold.view()
-
-
-#: Judges of attempt apis that are not provider streams, registered by their module (the
-#: package ``__init__`` imports ``agent_release``): dispatch as data, no import circle.
-JUDGES: dict[str, type[ReleaseJudge]] = {}
-
-
-def register_judge(api: str, judge_class: type[ReleaseJudge]) -> None:
-    """Judge attempts started with ``api`` by ``judge_class`` (same interface)."""
-    JUDGES[api] = judge_class
 
 
 def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str, ...]:

@@ -91,6 +91,19 @@ class BedrockConverseStreamNormalizer(Normalizer):
         self._tool_args: dict[int, list[str]] = {}
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
+        # A text delta, nearly every frame of an answer: what the general path below
+        # returns for it, checked as ``kinds`` checks it (plain dicts only).
+        if type(native) is dict and len(native) == 1:
+            body = native.get("contentBlockDelta")
+            if type(body) is dict:
+                delta = body.get("delta")
+                if type(delta) is dict and len(delta) == 1:
+                    text = delta.get("text")
+                    if type(text) is str:
+                        index = as_int(body.get("contentBlockIndex"))
+                        self._note_type(index, "text")
+                        return [Observation("text_delta", "contentBlockDelta", block=index,
+                                            text=text)]
         if as_map(native) is None or len(native) != 1:
             return unknown(event_name or "<not-a-union-member>")
         (member, body), = native.items()
