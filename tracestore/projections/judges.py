@@ -26,7 +26,7 @@ class _Judges(dict):  # type: ignore[type-arg]
             if (api is None or api == name) and not dict.__contains__(self, name):
                 importlib.import_module(module)  # registers itself (``register_judge``)
 
-    def get(self, api: Any, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, api: Any, default: Any = None) -> Any:
         if api in LAZY_JUDGES:
             self._load(api)
         return dict.get(self, api, default)
