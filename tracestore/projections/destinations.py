@@ -81,6 +81,8 @@ class Violation:
 class AuditReport:
     attempts: tuple[AttemptDestinations, ...]
     violations: tuple[Violation, ...] = field(default=())
+    views: Mapping[str, AttemptView] = field(default_factory=dict, compare=False, repr=False)
+    "Attempt id → the view its decision was judged on (review records reuse it, issue 22)."
 
     def to_dict(self) -> dict[str, Any]:
         return {"attempts": [a.to_dict() for a in self.attempts],
@@ -136,7 +138,8 @@ def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> Audi
     found = (_violations(writes, judged, owners) + _readback_violations(events, judged)
              + _missing_write_violations(writes, judged, owners)
              + [f for j in judged.values() for f in j.findings])
-    return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)))
+    return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)),
+                       {a: j.view for a, j in judged.items()})
 
 
 def _entry(position: int, write: DestinationWritten) -> DestinationEntry:

@@ -21,11 +21,11 @@ from tracestore.events import (
     review_stream,
 )
 from tracestore.projections import (
-    AttemptDestinations, AttemptView, AuditReport, ReleaseDecision, audit, decide_release,
-    project_attempt,
+    AttemptDestinations, AttemptView, AuditReport, ReleaseDecision, audit,
 )
 from tracestore.errors import NotFound
 from tracestore.projections.attempt import find_start
+from tracestore.projections.release import decide_with_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,8 @@ class ReviewContext:
     decision: ReleaseDecision
     report: AuditReport
     destinations: AttemptDestinations
+    own: tuple[StoredEvent, ...] | None = None
+    "``attempt_events()``, collected once by ``build_context`` (None: filtered on each call)."
 
     @property
     def started(self) -> AttemptStarted:
@@ -72,6 +74,8 @@ class ReviewContext:
 
         Review events are about a record, not the attempt: an approval must not change
         the facts it approved (``record.content_digest``)."""
+        if self.own is not None:
+            return list(self.own)
         return [e for e in self.events if e.attempt_id == self.attempt_id
                 and not e.stream.startswith("review:")]
 
@@ -105,7 +109,11 @@ def find_attempt(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
 def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: str,
                   version: str, report: AuditReport | None = None) -> ReviewContext:
     """Run the projections once for ``attempt_id``; ``NotFound`` if it never started.
-    ``report`` is the trace's ``audit`` when the caller has it already (the trace page)."""
+    ``report`` is the trace's ``audit`` when the caller has it already (the trace page).
+
+    The attempt is folded once: the audit's judge folds it, and its view and decision are
+    the record's (``report.views``); a report without views (built by hand) costs one more
+    fold, never two."""
     ordered = tuple(sorted(events, key=lambda e: e.position))
     start = find_attempt(ordered, attempt_id)
     trace_id = start.event.trace_id
@@ -117,11 +125,17 @@ def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: s
     if report is None:
         report = audit(ordered, trace_id=trace_id)
     mine = next(a for a in report.attempts if a.attempt_id == attempt_id)
+    view = report.views.get(attempt_id)
+    if view is None:
+        decision, view = decide_with_view(ordered, attempt_id)
+    else:
+        decision = mine.decision
+    own = tuple(e for e in ordered if e.attempt_id == attempt_id
+                and not e.stream.startswith("review:"))
     return ReviewContext(
         template=template, attempt_id=attempt_id, events=ordered, version=version,
-        start=start, trace=trace, trace_position=trace_position,
-        view=project_attempt(ordered, attempt_id), decision=decide_release(ordered, attempt_id),
-        report=report, destinations=mine)
+        start=start, trace=trace, trace_position=trace_position, view=view,
+        decision=decision, report=report, destinations=mine, own=own)
 
 
 def reviewer_key(name: str) -> str:
