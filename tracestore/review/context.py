@@ -154,15 +154,22 @@ ConflictCheck = Callable[[str, ReviewContext], bool]
 DERIVERS: dict[str, Deriver] = {}
 #: Evidence name → "does this reviewer value contradict what the events show?"
 CONFLICT_CHECKS: dict[str, ConflictCheck] = {}
+#: Evidence names whose deriver reads ``ctx.version`` (the running tracestore): the only
+#: fields ``fill_record`` derives a second time, with an empty version, for the digest.
+READS_VERSION: set[str] = set()
 
 
-def deriver(name: str) -> Callable[[Deriver], Deriver]:
-    """Register a deriver under the evidence name templates use."""
+def deriver(name: str, *, reads_version: bool = False) -> Callable[[Deriver], Deriver]:
+    """Register a deriver under the evidence name templates use; ``reads_version``: its
+    value names the running version (every other deriver must not read ``ctx.version``,
+    tests/test_review_once.py checks)."""
 
     def register(func: Deriver) -> Deriver:
         if name in DERIVERS:
             raise ValueError(f"deriver {name!r} registered twice")
         DERIVERS[name] = func
+        if reads_version:
+            READS_VERSION.add(name)
         return func
 
     return register
