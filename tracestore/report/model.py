@@ -189,8 +189,13 @@ def _describe_frame(frame: Any, normalizer: Any
     projections use."""
     if normalizer is None:
         return "frame", ", ".join(frame.kinds) or "frame", None, None, None
+    observed = normalizer.feed(frame.native, frame.event_name)
+    if type(observed) is list and len(observed) == 1:  # one text delta: nearly every frame
+        obs = observed[0]
+        if obs.kind == "text_delta" and obs.usage is None:
+            return "delta", "text delta", obs.text or "", obs.block, None
     kind, labels, texts, block, usage = "frame", [], [], None, None
-    for obs in normalizer.feed(frame.native, frame.event_name):
+    for obs in observed:
         if obs.usage is not None:
             usage = obs.usage
         if obs.kind in ("text_delta", "final_text", "reasoning_delta"):
@@ -215,13 +220,17 @@ def _describe_frame(frame: Any, normalizer: Any
             usage)
 
 
+_FRAME_KINDS = frozenset({"frame", "delta", "terminal", "error"})
+
+
 def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
           violations: Sequence[Violation],
           frames: dict[int, tuple[str, str, str | None, int | None]]) -> list[Row]:
     lane_of = {lane.attempt_id: i + 1 for i, lane in enumerate(lanes)}
-    by_position: dict[int, list[Violation]] = {}
+    grouped: dict[int, list[Violation]] = {}
     for v in violations:
-        by_position.setdefault(v.position, []).append(v)
+        grouped.setdefault(v.position, []).append(v)
+    by_position = {p: tuple(vs) for p, vs in grouped.items()}
     decided = {lane.attempt_id: lane.decision.decided_at_position for lane in lanes}
     rows = []
     for stored in events:
@@ -232,21 +241,22 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
             lane = lane_of[owner]
         else:
             continue
+        position = stored.position
         native, block = None, None
-        if stored.position in frames:
-            kind, label, text, block = frames[stored.position]
+        described = frames.get(position)
+        if described is not None:
+            kind, label, text, block = described
             native = LazyJSON(stored.event.native)
         else:
             kind, label, text = _describe(stored)
-        marks = []
+        marks: tuple[str, ...] = ()
         after = decided.get(owner or "")
-        if (kind in ("frame", "delta", "terminal", "error") and after is not None
-                and stored.position > after):
-            marks.append("late")
-        if kind in ("write", "progress") and stored.event.source == "application":
-            marks.append("application")
-        rows.append(Row(stored.position, lane, kind, label, text, tuple(marks),
-                        tuple(by_position.get(stored.position, ())), native, block))
+        if (kind in _FRAME_KINDS and after is not None and position > after):
+            marks = ("late",)
+        elif kind in ("write", "progress") and stored.event.source == "application":
+            marks = ("application",)
+        rows.append(Row(position, lane, kind, label, text, marks,
+                        by_position.get(position, ()), native, block))
     return rows
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from tracestore.events import (
     AttemptStarted, ReleaseDecided, ReviewApproved, ReviewFieldSet, StoredEvent, TraceOpened,
@@ -59,6 +60,8 @@ class ReviewContext:
     destinations: AttemptDestinations
     own: tuple[StoredEvent, ...] | None = None
     "``attempt_events()``, collected once by ``build_context`` (None: filtered on each call)."
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    "Answers computed once per record (``recorded_decision``): none depends on the version."
 
     @property
     def started(self) -> AttemptStarted:
@@ -81,11 +84,11 @@ class ReviewContext:
 
     def recorded_decision(self) -> StoredEvent | None:
         """The ``release.decided`` event the replay harness recorded, if any."""
-        for stored in self.events:
-            if (isinstance(stored.event, ReleaseDecided)
-                    and stored.event.attempt_id == self.attempt_id):
-                return stored
-        return None
+        if "recorded_decision" not in self.memo:
+            self.memo["recorded_decision"] = next(
+                (stored for stored in self.events if isinstance(stored.event, ReleaseDecided)
+                 and stored.event.attempt_id == self.attempt_id), None)
+        return self.memo["recorded_decision"]  # type: ignore[no-any-return]
 
     def review_events(self) -> list[StoredEvent]:
         """Amendments and approvals of THIS record (template + attempt), in order."""
