@@ -2,7 +2,7 @@
 
 Structural properties (call counts), never times: the page of a 10,000-frame attempt runs
 one ``AttemptFold`` over it (the audit's judge; the review record reuses that view and
-decision), and each deriver once (the ones that name the running version twice: the
+decision, the rows that fold's observations of each frame), and each deriver once (the ones that name the running version twice: the
 approval digest binds the record as derived without a version).
 """
 
@@ -20,6 +20,7 @@ from tracestore.events import StoredEvent
 from tracestore.ingest.replay import parse_scenario, preview_replay
 from tracestore.projections import audit, decide_release, project_attempt, trace_attempts
 from tracestore.projections import attempt as attempt_module
+from tracestore.providers.bedrock import BedrockConverseStreamNormalizer
 from tracestore.report.html import render_html
 from tracestore.report.model import build_report
 from tracestore.review import fill_record, load_template
@@ -68,10 +69,21 @@ def test_the_page_of_a_10000_frame_attempt_folds_it_once(
                          version="9.9")
     folds = count_folds(monkeypatch)
     derived = count_derivers(monkeypatch)
+    fed: Counter[str] = Counter()
+    feed = BedrockConverseStreamNormalizer.feed
+
+    def counting_feed(self: Any, native: Any, event_name: str | None = None) -> Any:
+        fed["frames"] += 1
+        return feed(self, native, event_name)
+
+    monkeypatch.setattr(BedrockConverseStreamNormalizer, "feed", counting_feed)
     page = render_html(build_report(long_events, "t10k", template=template, version="9.9"),
                        version="9.9")
     assert page == before
     assert dict(folds) == {"t10k-a": 1}
+    frames = sum(1 for e in long_events if e.type == "frame.received")
+    assert frames == 10_000 - 1  # the drain is the 10,000th event of the attempt
+    assert fed["frames"] == frames  # normalized once: the rows reuse the fold's observations
     wanted = Counter(f.evidence for f in template.fields if f.evidence)
     wanted.update(name for name in list(wanted) if name in READS_VERSION)
     assert derived == wanted

@@ -67,6 +67,10 @@ _REASONING_BLOCK_TYPES = frozenset({"reasoning", "redacted_reasoning"})
 class AttemptFold:
     """Mutable accumulator behind :class:`AttemptView`; feed events in position order."""
 
+    #: Frame position → the normalizer's observations of it, kept only when a caller sets a
+    #: dict here (the trace page describes frames from them instead of normalizing again).
+    observed: dict[int, list[Observation]] | None = None
+
     def __init__(self, start: StoredEvent, profile: Profile | None,
                  bindings: TraceBindings | None = None) -> None:
         self.start = start
@@ -179,7 +183,10 @@ class AttemptFold:
             return
         if self._grammar and self.started.api == "openai-responses":
             self._check_sequence(position, frame.native)
-        for obs in self.normalizer.feed(frame.native, frame.event_name):
+        observations = self.normalizer.feed(frame.native, frame.event_name)
+        if self.observed is not None:
+            observations = self.observed[position] = list(observations)
+        for obs in observations:
             if self._grammar:
                 self._check_grammar(position, obs)
             self._observe(position, obs)

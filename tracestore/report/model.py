@@ -10,7 +10,7 @@ what to call it, and which marks it carries.  Pure: events in, a frozen report o
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -119,7 +119,7 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
     from tracestore.report.facts import attempt_facts, write_diffs
     from tracestore.report.layout import fold_rows
 
-    report = audit(events, trace_id=trace_id)
+    report = audit(events, trace_id=trace_id, observe=True)
     numbers = {a: i + 1 for i, a in enumerate(all_attempts)}
     by_attempt: dict[str, list[StoredEvent]] = {}
     for stored in events:
@@ -158,7 +158,7 @@ def _lane(own: Sequence[StoredEvent], events: Sequence[StoredEvent], attempt_id:
     stops = [e.position for e in own if e.type == "local.stopped"]
     record = (fill_record(template, events, attempt_id, version=version, report=report)
               if template is not None else None)
-    described = _frame_rows(own, attempt_id, start.api)
+    described = _frame_rows(own, attempt_id, start.api, report.observed.get(attempt_id))
     terminal = next((row[0] for row in described if row[1] == "terminal"), None)
     return Lane(attempt_id, start.reader, start.api, start.retry_of, dest,
                 stops[0] if stops else None, drains[0] if drains else None,
@@ -170,26 +170,38 @@ def _lane(own: Sequence[StoredEvent], events: Sequence[StoredEvent], attempt_id:
 FrameRow = tuple[int, str, str, "str | None", "int | None", Any]
 
 
-def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
-                ) -> list[FrameRow]:
-    try:
-        normalizer = make_normalizer(api)
-    except InputError:
-        normalizer = None
+def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str,
+                observed: Mapping[int, Any] | None = None) -> list[FrameRow]:
+    """The attempt's frames described from the normalizer's observations: the ones the
+    audit's fold made (``observed``, when it kept every frame's), else a fresh normalizer's
+    (the same, fed the same frames in the same order)."""
+    frames = [stored for stored in events
+              if stored.type == "frame.received" and stored.attempt_id == attempt_id]
+    normalizer = None
+    if observed is None or any(stored.position not in observed for stored in frames):
+        observed = None
+        try:
+            normalizer = make_normalizer(api)
+        except InputError:
+            normalizer = None
     out = []
-    for stored in events:
-        if stored.type == "frame.received" and stored.attempt_id == attempt_id:
-            out.append((stored.position, *_describe_frame(stored.event, normalizer)))
+    for stored in frames:
+        frame = stored.event
+        if observed is not None:
+            observations = observed[stored.position]
+        elif normalizer is not None:
+            observations = normalizer.feed(frame.native, frame.event_name)
+        else:
+            out.append((stored.position, "frame", ", ".join(frame.kinds) or "frame", None,
+                        None, None))
+            continue
+        out.append((stored.position, *_describe_frame(observations)))
     return out
 
 
-def _describe_frame(frame: Any, normalizer: Any
-                    ) -> tuple[str, str, str | None, int | None, Any]:
-    """(kind, label, text, block, usage) for one frame, from the normalizer the
-    projections use."""
-    if normalizer is None:
-        return "frame", ", ".join(frame.kinds) or "frame", None, None, None
-    observed = normalizer.feed(frame.native, frame.event_name)
+def _describe_frame(observed: Any) -> tuple[str, str, str | None, int | None, Any]:
+    """(kind, label, text, block, usage) for one frame, from the observations of the
+    normalizer the projections use."""
     if type(observed) is list and len(observed) == 1:  # one text delta: nearly every frame
         obs = observed[0]
         if obs.kind == "text_delta" and obs.usage is None:
