@@ -145,3 +145,25 @@ def test_only_the_version_readers_depend_on_the_version() -> None:
                     assert func(a) != func(b), (name, evidence)
                 else:
                     assert func(a) == func(b), (name, evidence)
+
+
+def test_the_build_leaves_the_garbage_collector_as_it_found_it() -> None:
+    """build_report pauses the collector while it builds (many small live objects), and
+    gives it back, also when the trace is unknown, and leaves a paused one paused."""
+    import gc
+
+    from tracestore.errors import NotFound
+
+    events = events_of(json.loads((FIXTURES / "seed003" / "t8.json").read_text("utf-8")))
+    assert gc.isenabled()
+    build_report(events, "t8")
+    assert gc.isenabled()
+    with pytest.raises(NotFound):
+        build_report(events, "no-such-trace")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        build_report(events, "t8")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
