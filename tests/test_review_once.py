@@ -2,8 +2,9 @@
 
 Structural properties (call counts), never times: the page of a 10,000-frame attempt runs
 one ``AttemptFold`` over it (the audit's judge; the review record reuses that view and
-decision, the rows that fold's observations of each frame), and each deriver once (the ones that name the running version twice: the
-approval digest binds the record as derived without a version).
+decision, the rows that fold's observations of each frame), the normalizer once per frame,
+and each deriver once (the ones that name the running version twice: the approval digest
+binds the record as derived without a version).
 """
 
 from __future__ import annotations
