@@ -88,7 +88,8 @@ class ReviewContext:
             self.memo["recorded_decision"] = next(
                 (stored for stored in self.events if isinstance(stored.event, ReleaseDecided)
                  and stored.event.attempt_id == self.attempt_id), None)
-        return self.memo["recorded_decision"]  # type: ignore[no-any-return]
+        found: StoredEvent | None = self.memo["recorded_decision"]
+        return found
 
     def review_events(self) -> list[StoredEvent]:
         """Amendments and approvals of THIS record (template + attempt), in order."""
