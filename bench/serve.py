@@ -8,7 +8,9 @@
   baseline).  Goal: ours <= 2x raw, flat from 1k to 100k attempts.
 * **Trace page of a 10,000-frame attempt**: ``GET /trace/t10k`` built (report model and
   HTML) against reading its events (``store.read(trace_id=…)``, the part any view pays).
-  Goal: < 1 MB of HTML, built in <= 3x the read.
+  Goal: < 1 MB of HTML, built in <= 3x the read.  Also ``report --html`` of the same trace
+  (read, build, render in-process, as the command does), against the same read.  Medians
+  of interleaved rounds (a busy moment of a shared machine hits all three).
 * **Memory**: the peak of Python allocations (tracemalloc) while answering the filtered
   index, per store size.  Goal: flat in store size.
 
@@ -95,6 +97,20 @@ def raw_index(db: str, sql: str, count: str, params: tuple) -> int:
     return len(rows) + total * 0
 
 
+def report_html(store: Any, trace_id: str) -> int:
+    """What ``tracestore report TRACE --html FILE`` does between opening the store and
+    writing the file."""
+    import tracestore
+    from tracestore.report.html import render_html
+    from tracestore.report.model import build_report
+    from tracestore.review import load_template
+
+    events = store.read(trace_id=trace_id)
+    report = build_report(events, trace_id, template=load_template("trace-review"),
+                          version=tracestore.__version__)
+    return len(render_html(report, version=tracestore.__version__))
+
+
 def timed(func: Any, *args: Any) -> tuple[float, Any]:
     start = time.perf_counter()
     out = func(*args)
@@ -146,17 +162,20 @@ def main(argv: list[str] | None = None) -> None:
                       f"{r * 1000:6.2f} ms  ratio {o / r:5.2f}x  ({rows} rows shown, "
                       f"{len(page) / 1024:.0f} KB, peak {peak / 1024:.0f} KB allocated)")
             request(app, "/trace/t10k")  # warm: the trace template compiled
-            builds, reads = [], []
-            for _ in range(max(1, args.rounds // 2)):
+            builds, reads, reports = [], [], []
+            for _ in range(args.rounds):  # interleaved, so a busy moment hits all three
                 t_read, _ = timed(functools.partial(store.read, trace_id="t10k"))
                 reads.append(t_read)
                 t, (code, page) = timed(request, app, "/trace/t10k")
                 assert code == 200
                 builds.append(t)
-            b, rd = statistics.median(builds), statistics.median(reads)
+                reports.append(timed(report_html, store, "t10k")[0])
+            b, rd, rp = (statistics.median(x) for x in (builds, reads, reports))
             print(f"  trace page of {args.frames} frames: {len(page) / 1024:.0f} KB HTML, "
                   f"built in {b * 1000:.0f} ms; reading its events {rd * 1000:.0f} ms; "
                   f"ratio {b / rd:.2f}x (the page includes the read)")
+            print(f"  report --html of it (read, build, render; in-process): "
+                  f"{rp * 1000:.0f} ms; ratio {rp / rd:.2f}x")
             store.close()
 
 

@@ -67,6 +67,10 @@ _REASONING_BLOCK_TYPES = frozenset({"reasoning", "redacted_reasoning"})
 class AttemptFold:
     """Mutable accumulator behind :class:`AttemptView`; feed events in position order."""
 
+    #: Frame position → the normalizer's observations of it, kept only when a caller sets a
+    #: dict here (the trace page describes frames from them instead of normalizing again).
+    observed: dict[int, list[Observation]] | None = None
+
     def __init__(self, start: StoredEvent, profile: Profile | None,
                  bindings: TraceBindings | None = None) -> None:
         self.start = start
@@ -177,8 +181,10 @@ class AttemptFold:
         if self.normalizer is None:
             self._anomaly(position, R.UNKNOWN_NATIVE_FORM, frame.api, "no normalizer")
             return
-        self._observed(position, frame.native,
-                       self.normalizer.feed(frame.native, frame.event_name))
+        observations = self.normalizer.feed(frame.native, frame.event_name)
+        if self.observed is not None:
+            observations = self.observed[position] = list(observations)
+        self._observed(position, frame.native, observations)
 
     @property
     def folds_observed(self) -> bool:

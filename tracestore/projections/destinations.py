@@ -81,6 +81,11 @@ class Violation:
 class AuditReport:
     attempts: tuple[AttemptDestinations, ...]
     violations: tuple[Violation, ...] = field(default=())
+    views: Mapping[str, AttemptView] = field(default_factory=dict, compare=False, repr=False)
+    "Attempt id → the view its decision was judged on (review records reuse it, issue 22)."
+    observed: Mapping[str, Mapping[int, Any]] = field(default_factory=dict, compare=False,
+                                                      repr=False)
+    "``audit(observe=True)``: attempt id → frame position → the normalizer's observations."
 
     def to_dict(self) -> dict[str, Any]:
         return {"attempts": [a.to_dict() for a in self.attempts],
@@ -93,9 +98,11 @@ class _Judged:
     decision: ReleaseDecision
     findings: tuple[Any, ...] = ()
     "Violations the judge found itself (an agent run's admission disagreements)."
+    observed: Mapping[int, Any] | None = None
 
 
-def _judge_all(events: Sequence[StoredEvent], trace_id: str | None) -> dict[str, _Judged]:
+def _judge_all(events: Sequence[StoredEvent], trace_id: str | None,
+               observe: bool = False) -> dict[str, _Judged]:
     """Judge each attempt on its own trace's events only (a decision never reads another
     trace), so auditing a whole log is one pass per trace, not one per attempt."""
     trace_of = {e.event.attempt_id: e.event.trace_id for e in events
@@ -108,9 +115,12 @@ def _judge_all(events: Sequence[StoredEvent], trace_id: str | None) -> dict[str,
     for attempt_id in trace_attempts(events, trace_id):
         mine = groups.get(trace_of[attempt_id], [])
         judge = ReleaseJudge.for_attempt(mine, attempt_id)
+        if observe:
+            judge.fold.observed = {}
         for stored in mine:
             judge.feed(stored)
-        judged[attempt_id] = _Judged(judge.view(), judge.decision(), judge.findings())
+        judged[attempt_id] = _Judged(judge.view(), judge.decision(), judge.findings(),
+                                     judge.fold.observed)
     return judged
 
 
@@ -120,9 +130,11 @@ def _writes(events: Sequence[StoredEvent], attempts: Mapping[str, _Judged]
             if isinstance(e.event, DestinationWritten) and e.event.attempt_id in attempts]
 
 
-def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> AuditReport:
-    """Per attempt, what each destination holds; and every policy violation found."""
-    judged = _judge_all(events, trace_id)
+def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None,
+          observe: bool = False) -> AuditReport:
+    """Per attempt, what each destination holds; and every policy violation found.
+    ``observe``: keep each frame's observations (``AuditReport.observed``, the trace page)."""
+    judged = _judge_all(events, trace_id, observe)
     writes = _writes(events, judged)
     report = []
     for attempt_id, j in judged.items():
@@ -136,7 +148,9 @@ def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None) -> Audi
     found = (_violations(writes, judged, owners) + _readback_violations(events, judged)
              + _missing_write_violations(writes, judged, owners)
              + [f for j in judged.values() for f in j.findings])
-    return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)))
+    return AuditReport(tuple(report), tuple(sorted(found, key=lambda v: v.position)),
+                       {a: j.view for a, j in judged.items()},
+                       {a: j.observed for a, j in judged.items() if j.observed is not None})
 
 
 def _entry(position: int, write: DestinationWritten) -> DestinationEntry:

@@ -32,8 +32,13 @@ class AttemptFacts:
     frames: int
 
 
+#: Keys ``_model_in`` reads; a frame with none of them names no model (nearly every delta).
+_MODEL_SEARCHED: Final = frozenset({*_MODEL_KEYS, "message", "response", "metadata"})
+
+
 def _model_in(native: Any, depth: int = 0) -> str | None:
-    if not isinstance(native, Mapping) or depth > 2:
+    if (not isinstance(native, Mapping) or depth > 2
+            or native.keys().isdisjoint(_MODEL_SEARCHED)):
         return None
     for key in _MODEL_KEYS:
         value = native.get(key)

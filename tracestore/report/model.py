@@ -9,8 +9,9 @@ what to call it, and which marks it carries.  Pure: events in, a frozen report o
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -106,7 +107,25 @@ class TraceReport:
 def build_report(events: Sequence[StoredEvent], trace_id: str, *,
                  attempts: Sequence[str] | None = None, template: Template | None = None,
                  version: str = "") -> TraceReport:
-    """The report of one trace (``attempts`` narrows the lanes; ``template`` adds records)."""
+    """The report of one trace (``attempts`` narrows the lanes; ``template`` adds records).
+
+    Built with the cyclic garbage collector paused: a long attempt's page makes tens of
+    thousands of small objects that all stay alive (rows, observations), and each one
+    triggers collections that walk every live object again (the trace's events included),
+    about a third of the build for 10,000 frames.  Any cycle made meanwhile is collected as
+    usual once the report is built (the collector runs again then)."""
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _build(events, trace_id, attempts, template, version)
+    finally:
+        if paused:
+            gc.enable()
+
+
+def _build(events: Sequence[StoredEvent], trace_id: str, attempts: Sequence[str] | None,
+           template: Template | None, version: str) -> TraceReport:
     all_attempts = trace_attempts(events, trace_id)
     if not all_attempts:
         raise NotFound(f"no attempts for trace {trace_id!r} in the log", code="trace_not_found",
@@ -119,7 +138,7 @@ def build_report(events: Sequence[StoredEvent], trace_id: str, *,
     from tracestore.report.facts import attempt_facts, write_diffs
     from tracestore.report.layout import fold_rows
 
-    report = audit(events, trace_id=trace_id)
+    report = audit(events, trace_id=trace_id, observe=True)
     numbers = {a: i + 1 for i, a in enumerate(all_attempts)}
     by_attempt: dict[str, list[StoredEvent]] = {}
     for stored in events:
@@ -158,7 +177,7 @@ def _lane(own: Sequence[StoredEvent], events: Sequence[StoredEvent], attempt_id:
     stops = [e.position for e in own if e.type == "local.stopped"]
     record = (fill_record(template, events, attempt_id, version=version, report=report)
               if template is not None else None)
-    described = _frame_rows(own, attempt_id, start.api)
+    described = _frame_rows(own, attempt_id, start.api, report.observed.get(attempt_id))
     terminal = next((row[0] for row in described if row[1] == "terminal"), None)
     return Lane(attempt_id, start.reader, start.api, start.retry_of, dest,
                 stops[0] if stops else None, drains[0] if drains else None,
@@ -170,27 +189,44 @@ def _lane(own: Sequence[StoredEvent], events: Sequence[StoredEvent], attempt_id:
 FrameRow = tuple[int, str, str, "str | None", "int | None", Any]
 
 
-def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str
-                ) -> list[FrameRow]:
-    try:
-        normalizer = make_normalizer(api)
-    except InputError:
-        normalizer = None
+def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str,
+                observed: Mapping[int, Any] | None = None) -> list[FrameRow]:
+    """The attempt's frames described from the normalizer's observations: the ones the
+    audit's fold made (``observed``, when it kept every frame's), else a fresh normalizer's
+    (the same, fed the same frames in the same order)."""
+    frames = [stored for stored in events
+              if stored.type == "frame.received" and stored.attempt_id == attempt_id]
+    normalizer = None
+    if observed is None or any(stored.position not in observed for stored in frames):
+        observed = None
+        try:
+            normalizer = make_normalizer(api)
+        except InputError:
+            normalizer = None
     out = []
-    for stored in events:
-        if stored.type == "frame.received" and stored.attempt_id == attempt_id:
-            out.append((stored.position, *_describe_frame(stored.event, normalizer)))
+    for stored in frames:
+        frame = stored.event
+        if observed is not None:
+            observations = observed[stored.position]
+        elif normalizer is not None:
+            observations = normalizer.feed(frame.native, frame.event_name)
+        else:
+            out.append((stored.position, "frame", ", ".join(frame.kinds) or "frame", None,
+                        None, None))
+            continue
+        out.append((stored.position, *_describe_frame(observations)))
     return out
 
 
-def _describe_frame(frame: Any, normalizer: Any
-                    ) -> tuple[str, str, str | None, int | None, Any]:
-    """(kind, label, text, block, usage) for one frame, from the normalizer the
-    projections use."""
-    if normalizer is None:
-        return "frame", ", ".join(frame.kinds) or "frame", None, None, None
+def _describe_frame(observed: Any) -> tuple[str, str, str | None, int | None, Any]:
+    """(kind, label, text, block, usage) for one frame, from the observations of the
+    normalizer the projections use."""
+    if type(observed) is list and len(observed) == 1:  # one text delta: nearly every frame
+        obs = observed[0]
+        if obs.kind == "text_delta" and obs.usage is None:
+            return "delta", "text delta", obs.text or "", obs.block, None
     kind, labels, texts, block, usage = "frame", [], [], None, None
-    for obs in normalizer.feed(frame.native, frame.event_name):
+    for obs in observed:
         if obs.usage is not None:
             usage = obs.usage
         if obs.kind in ("text_delta", "final_text", "reasoning_delta"):
@@ -215,13 +251,17 @@ def _describe_frame(frame: Any, normalizer: Any
             usage)
 
 
+_FRAME_KINDS = frozenset({"frame", "delta", "terminal", "error"})
+
+
 def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
           violations: Sequence[Violation],
           frames: dict[int, tuple[str, str, str | None, int | None]]) -> list[Row]:
     lane_of = {lane.attempt_id: i + 1 for i, lane in enumerate(lanes)}
-    by_position: dict[int, list[Violation]] = {}
+    grouped: dict[int, list[Violation]] = {}
     for v in violations:
-        by_position.setdefault(v.position, []).append(v)
+        grouped.setdefault(v.position, []).append(v)
+    by_position = {p: tuple(vs) for p, vs in grouped.items()}
     decided = {lane.attempt_id: lane.decision.decided_at_position for lane in lanes}
     rows = []
     for stored in events:
@@ -232,21 +272,22 @@ def _rows(events: Sequence[StoredEvent], trace_id: str, lanes: Sequence[Lane],
             lane_index = lane_of[owner]
         else:
             continue
+        position = stored.position
         native, block = None, None
-        if stored.position in frames:
-            kind, label, text, block = frames[stored.position]
+        described = frames.get(position)
+        if described is not None:
+            kind, label, text, block = described
             native = LazyJSON(stored.event.native)
         else:
             kind, label, text = _describe(stored)
-        marks = []
+        marks: tuple[str, ...] = ()
         after = decided.get(owner or "")
-        if (kind in ("frame", "delta", "terminal", "error") and after is not None
-                and stored.position > after):
-            marks.append("late")
-        if kind in ("write", "progress") and stored.event.source == "application":
-            marks.append("application")
-        rows.append(Row(stored.position, lane_index, kind, label, text, tuple(marks),
-                        tuple(by_position.get(stored.position, ())), native, block))
+        if (kind in _FRAME_KINDS and after is not None and position > after):
+            marks = ("late",)
+        elif kind in ("write", "progress") and stored.event.source == "application":
+            marks = ("application",)
+        rows.append(Row(position, lane_index, kind, label, text, marks,
+                        by_position.get(position, ()), native, block))
     return rows
 
 

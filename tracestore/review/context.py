@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from tracestore.events import (
     AttemptStarted, ReleaseDecided, ReviewApproved, ReviewFieldSet, StoredEvent, TraceOpened,
     review_stream,
 )
 from tracestore.projections import (
-    AttemptDestinations, AttemptView, AuditReport, ReleaseDecision, audit, decide_release,
-    project_attempt,
+    AttemptDestinations, AttemptView, AuditReport, ReleaseDecision, audit,
 )
 from tracestore.errors import NotFound
 from tracestore.projections.attempt import find_start
+from tracestore.projections.release import decide_with_view
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,10 @@ class ReviewContext:
     decision: ReleaseDecision
     report: AuditReport
     destinations: AttemptDestinations
+    own: tuple[StoredEvent, ...] | None = None
+    "``attempt_events()``, collected once by ``build_context`` (None: filtered on each call)."
+    memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    "Answers computed once per record (``recorded_decision``): none depends on the version."
 
     @property
     def started(self) -> AttemptStarted:
@@ -72,16 +77,19 @@ class ReviewContext:
 
         Review events are about a record, not the attempt: an approval must not change
         the facts it approved (``record.content_digest``)."""
+        if self.own is not None:
+            return list(self.own)
         return [e for e in self.events if e.attempt_id == self.attempt_id
                 and not e.stream.startswith("review:")]
 
     def recorded_decision(self) -> StoredEvent | None:
         """The ``release.decided`` event the replay harness recorded, if any."""
-        for stored in self.events:
-            if (isinstance(stored.event, ReleaseDecided)
-                    and stored.event.attempt_id == self.attempt_id):
-                return stored
-        return None
+        if "recorded_decision" not in self.memo:
+            self.memo["recorded_decision"] = next(
+                (stored for stored in self.events if isinstance(stored.event, ReleaseDecided)
+                 and stored.event.attempt_id == self.attempt_id), None)
+        found: StoredEvent | None = self.memo["recorded_decision"]
+        return found
 
     def review_events(self) -> list[StoredEvent]:
         """Amendments and approvals of THIS record (template + attempt), in order."""
@@ -105,7 +113,11 @@ def find_attempt(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:
 def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: str,
                   version: str, report: AuditReport | None = None) -> ReviewContext:
     """Run the projections once for ``attempt_id``; ``NotFound`` if it never started.
-    ``report`` is the trace's ``audit`` when the caller has it already (the trace page)."""
+    ``report`` is the trace's ``audit`` when the caller has it already (the trace page).
+
+    The attempt is folded once: the audit's judge folds it, and its view and decision are
+    the record's (``report.views``); a report without views (built by hand) costs one more
+    fold, never two."""
     ordered = tuple(sorted(events, key=lambda e: e.position))
     start = find_attempt(ordered, attempt_id)
     trace_id = start.event.trace_id
@@ -117,11 +129,17 @@ def build_context(events: Sequence[StoredEvent], attempt_id: str, *, template: s
     if report is None:
         report = audit(ordered, trace_id=trace_id)
     mine = next(a for a in report.attempts if a.attempt_id == attempt_id)
+    view = report.views.get(attempt_id)
+    if view is None:
+        decision, view = decide_with_view(ordered, attempt_id)
+    else:
+        decision = mine.decision
+    own = tuple(e for e in ordered if e.attempt_id == attempt_id
+                and not e.stream.startswith("review:"))
     return ReviewContext(
         template=template, attempt_id=attempt_id, events=ordered, version=version,
-        start=start, trace=trace, trace_position=trace_position,
-        view=project_attempt(ordered, attempt_id), decision=decide_release(ordered, attempt_id),
-        report=report, destinations=mine)
+        start=start, trace=trace, trace_position=trace_position, view=view,
+        decision=decision, report=report, destinations=mine, own=own)
 
 
 def reviewer_key(name: str) -> str:
@@ -140,15 +158,22 @@ ConflictCheck = Callable[[str, ReviewContext], bool]
 DERIVERS: dict[str, Deriver] = {}
 #: Evidence name → "does this reviewer value contradict what the events show?"
 CONFLICT_CHECKS: dict[str, ConflictCheck] = {}
+#: Evidence names whose deriver reads ``ctx.version`` (the running tracestore): the only
+#: fields ``fill_record`` derives a second time, with an empty version, for the digest.
+READS_VERSION: set[str] = set()
 
 
-def deriver(name: str) -> Callable[[Deriver], Deriver]:
-    """Register a deriver under the evidence name templates use."""
+def deriver(name: str, *, reads_version: bool = False) -> Callable[[Deriver], Deriver]:
+    """Register a deriver under the evidence name templates use; ``reads_version``: its
+    value names the running version (every other deriver must not read ``ctx.version``,
+    tests/test_review_once.py checks)."""
 
     def register(func: Deriver) -> Deriver:
         if name in DERIVERS:
             raise ValueError(f"deriver {name!r} registered twice")
         DERIVERS[name] = func
+        if reads_version:
+            READS_VERSION.add(name)
         return func
 
     return register

@@ -24,13 +24,14 @@ from tracestore.review.wording import (  # noqa: F401
 
 _ID_KEYS: Final = ("id", "responseId", "response_id", "item_id")
 _ID_PARENTS: Final = ("response", "message")
+_ID_SEARCHED: Final = frozenset({*_ID_KEYS, *_ID_PARENTS})
 
 
 def _native_ids(native: Any) -> list[str]:
     """Response/message/item ids a provider put in one native event (one level deep)."""
     found: list[str] = []
-    if not isinstance(native, dict):
-        return found
+    if not isinstance(native, dict) or native.keys().isdisjoint(_ID_SEARCHED):
+        return found  # a frame with none of the keys (nearly every delta) names no id
     for key in _ID_KEYS:
         if isinstance(native.get(key), str):
             found.append(native[key])

@@ -120,7 +120,7 @@ def _application_reader(ctx: ReviewContext) -> str:
             "destination write recorded)")
 
 
-@deriver("reader_revision")
+@deriver("reader_revision", reads_version=True)
 def reader_revision(ctx: ReviewContext) -> Derived:
     """The application's reader revision (NOT PROVIDED unless recorded), then the running
     tracestore and policy that re-derived the record and the reader the events name.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from tracestore.events import ReviewApproved, ReviewFieldSet, StoredEvent
-from tracestore.review.context import Derived, ReviewContext, build_context
+from tracestore.review.context import READS_VERSION, Derived, ReviewContext, build_context
 from tracestore.review.derivers import get_conflict_check, get_deriver
 from tracestore.review.templates import Template, TemplateField
 
@@ -206,9 +206,15 @@ def derive(field: TemplateField, ctx: ReviewContext) -> Derived | None:
 
 
 def fill_field(field: TemplateField, ctx: ReviewContext, latest: Amendment | None) -> FieldValue:
-    derived = derive(field, ctx)
+    return _field_value(field, derive(field, ctx), ctx, latest)
+
+
+def _field_value(field: TemplateField, derived: Derived | None, ctx: ReviewContext | None,
+                 latest: Amendment | None) -> FieldValue:
+    """The field from its derived value; ``ctx`` None: no conflict check (the digest's
+    copy, where conflicts are not part of what is approved)."""
     if latest is not None:
-        check = get_conflict_check(field.evidence) if field.evidence else None
+        check = get_conflict_check(field.evidence) if field.evidence and ctx else None
         conflict = bool(derived is not None and check is not None and check(latest.value, ctx))
         evidence = tuple(sorted({latest.position, *latest.evidence}))
         return FieldValue(field.name, field.label, "reviewer", latest.value, evidence,
@@ -221,17 +227,28 @@ def fill_field(field: TemplateField, ctx: ReviewContext, latest: Amendment | Non
 def fill_record(template: Template, events: Sequence[StoredEvent], attempt_id: str, *,
                 version: str, report: Any = None) -> ReviewRecord:
     """The record for ``attempt_id`` from its trace's events (``NotFound`` if absent);
-    ``report`` is the trace's audit when the caller computed it already."""
+    ``report`` is the trace's audit when the caller computed it already.
+
+    Each field is derived once: the digest binds the fields as derived with an empty
+    version, and only the derivers that read the version (``READS_VERSION``) differ there,
+    so only those run a second time."""
     ctx = build_context(events, attempt_id, template=template.name, version=version,
                         report=report)
     review = ctx.review_events()
     history = amendments(review)
     latest = {a.field: a for a in history}  # later values replace earlier ones
     names = {f.name for f in template.fields}
-    fields = tuple(fill_field(f, ctx, latest.get(f.name)) for f in template.fields)
-    bound = fields if not version else tuple(
-        fill_field(f, dataclasses.replace(ctx, version=""), latest.get(f.name))
-        for f in template.fields)
+    derived = [derive(f, ctx) for f in template.fields]
+    fields = tuple(_field_value(f, d, ctx, latest.get(f.name))
+                   for f, d in zip(template.fields, derived))
+    if version:
+        unversioned = dataclasses.replace(ctx, version="")
+        bound = tuple(
+            _field_value(f, derive(f, unversioned), None, latest.get(f.name))
+            if f.evidence in READS_VERSION else field
+            for f, field in zip(template.fields, fields))
+    else:
+        bound = fields
     digest = content_digest(template, bound)
     return ReviewRecord(template, attempt_id, ctx.started.trace_id, ctx.as_of, version, fields,
                         tuple(approvals(review, digest)), tuple(history),
