@@ -134,7 +134,7 @@ def test_the_audits_view_and_decision_are_the_attempts_own_fold() -> None:
 def test_only_the_version_readers_depend_on_the_version() -> None:
     """A deriver outside ``READS_VERSION`` gives the same value under any version, so the
     digest may reuse it; the version readers name it."""
-    assert READS_VERSION == {"reader_revision"}
+    assert {"reader_revision"} == READS_VERSION
     for name, events in seed_events():
         for attempt_id in trace_attempts(events):
             a = build_context(events, attempt_id, template="trace-review", version="1.0")

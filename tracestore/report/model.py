@@ -203,7 +203,7 @@ def _frame_rows(events: Sequence[StoredEvent], attempt_id: str, api: str,
             normalizer = make_normalizer(api)
         except InputError:
             normalizer = None
-    out = []
+    out: list[tuple[int, str, str, str | None, int | None, Any]] = []
     for stored in frames:
         frame = stored.event
         if observed is not None:

@@ -215,7 +215,8 @@ def _field_value(field: TemplateField, derived: Derived | None, ctx: ReviewConte
     copy, where conflicts are not part of what is approved)."""
     if latest is not None:
         check = get_conflict_check(field.evidence) if field.evidence and ctx else None
-        conflict = bool(derived is not None and check is not None and check(latest.value, ctx))
+        conflict = bool(derived is not None and check is not None and ctx is not None
+                        and check(latest.value, ctx))
         evidence = tuple(sorted({latest.position, *latest.evidence}))
         return FieldValue(field.name, field.label, "reviewer", latest.value, evidence,
                           latest.reviewer, latest.at, derived, conflict)
