@@ -104,3 +104,41 @@ def test_grouping_keeps_each_attempts_order_and_every_barrier_in_place() -> None
     shown = [(w.attempt, w.data) if isinstance(w, Chunk) else "end" for w in out]
     assert shown == [(a, b"a1a2"), (b, b"b1"), "end", (b, b"b2"),
                      (retry, b"r1r2"), (a, b"a3")]
+
+
+def test_more_concurrent_traces_than_the_old_planner_bound_read_nothing_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 80 traces streaming at once (a web server's load; the planners were kept for 64, so
+    # each batch rebuilt the evicted ones by reading their traces back).
+    monkeypatch.setattr(writer, "QUIET_SECONDS", 60.0)
+    monkeypatch.setattr(writer, "MAX_LAG_SECONDS", 60.0)
+    n = 80
+    assert Recorder.PLANNERS_KEPT >= n
+    data = CAPTURE.read_bytes()
+    with Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
+        count = iter(range(n))
+        owner = BodyRecording(lambda: rec.trace(f"q{next(count)}"), ())
+        attempts = [owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+                    for _ in range(n)]
+        read_back: list[str] = []
+        load = reads._stored_from_row
+
+        def spy(row: Any, *args: Any) -> Any:
+            read_back.append(row[2])
+            return load(row, *args)
+        monkeypatch.setattr(reads, "_stored_from_row", spy)
+        for piece in _pieces(data, 5):
+            for attempt in attempts:
+                attempt.received(piece)
+        for attempt in attempts:
+            attempt.ended()
+        owner.flush()
+        assert not [s for s in read_back if s.startswith("attempt:")]
+        monkeypatch.setattr(reads, "_stored_from_row", load)
+        owner.stop_writer()
+        assert owner.failures == []
+        events = rec.store.read()
+        for recorder in owner.attempts:
+            decided = [e.event.status for e in events if e.type == "release.decided"
+                       and e.event.attempt_id == recorder.attempt_id]
+            assert decided == [decide_release(events, recorder.attempt_id).status]
