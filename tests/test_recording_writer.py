@@ -144,3 +144,40 @@ def test_more_concurrent_traces_than_the_old_planner_bound_read_nothing_back(
             decided = [e.event.status for e in events if e.type == "release.decided"
                        and e.event.attempt_id == recorder.attempt_id]
             assert decided == [decide_release(events, recorder.attempt_id).status]
+
+
+def test_a_conflict_on_the_shared_decision_append_records_each_trace_on_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracestore.errors import ExpectedVersionConflict
+
+    monkeypatch.setattr(writer, "QUIET_SECONDS", 60.0)
+    monkeypatch.setattr(writer, "MAX_LAG_SECONDS", 60.0)
+    data = CAPTURE.read_bytes()
+    with Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
+        count = iter(range(3))
+        owner = BodyRecording(lambda: rec.trace(f"q{next(count)}"), ())
+        attempts = [owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+                    for _ in range(3)]
+        original, shared = rec.store.append, []
+
+        def append(events: Any, **kw: Any) -> Any:  # the shared one (3 traces) conflicts once
+            streams = set(kw.get("expected_versions") or ())
+            if len(streams) > 1 and not shared:
+                shared.append(streams)
+                raise ExpectedVersionConflict("moved meanwhile")
+            return original(events, **kw)
+        monkeypatch.setattr(rec.store, "append", append)
+        for piece in _pieces(data, 4):
+            for attempt in attempts:
+                attempt.received(piece)
+        for attempt in attempts:
+            attempt.ended()
+        owner.flush()
+        owner.stop_writer()
+        assert len(shared) == 1 and len(shared[0]) == 3 and owner.failures == []
+        events = rec.store.read()
+        assert rec.store.verify().ok
+        for recorder in owner.attempts:
+            decided = [e.event.status for e in events if e.type == "release.decided"
+                       and e.event.attempt_id == recorder.attempt_id]
+            assert decided == [decide_release(events, recorder.attempt_id).status]
