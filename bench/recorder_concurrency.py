@@ -3,11 +3,17 @@ client and transport, as a web server holds them, against the same N streams thr
 plain client, in the same run (rounds interleaved, so drift hits both alike).
 
     .venv/bin/python bench/recorder_concurrency.py [--streams 10 100] [--rounds 3]
-        [--pace-ms 5] [--server-chunk 2048] [--capture PATH]
+        [--pace-ms 5] [--server-chunk 2048] [--capture PATH] [--server-in-process]
+
+The upstream (a local server pacing a capture) runs in its own process by default, as a
+provider does: in the application's process its pacing waits for the interpreter the
+recorder's writer shares, so recording's CPU showed up as a slower upstream.
+``--server-in-process`` is the old setting.
 
 Per mode and N it prints the median wall time of a round (all N streams, request to last
 chunk as the application sees it), the median time to the first chunk over every stream,
-the ratios recorded / plain, and the store's transactions per recorded attempt.  Never
+the ratios recorded / plain, the application process's CPU per round (the recording's
+share of the interpreter), and the store's transactions per recorded attempt.  Never
 asserts: figures depend on the machine (each SQLite commit costs a disk sync).
 """
 
@@ -39,18 +45,51 @@ def one_stream(client, url: str, firsts: list[float]) -> None:
     firsts.append(first or 0.0)
 
 
-def one_round(client, url: str, streams: int, firsts: list[float]) -> float:
+def serve_in_child(capture: Path, chunk: int, pace: float, conn) -> None:
+    """The upstream in its own process: sends its URL, serves until told to stop."""
+    from http.server import ThreadingHTTPServer
+
+    ThreadingHTTPServer.request_queue_size = 1024
+    with CaptureServer() as server:
+        server.routes["/v1/responses"] = route_for(capture, chunk=chunk, pace=pace)
+        conn.send(server.url)
+        conn.recv()
+
+
+class ChildServer:
+    def __init__(self, capture: Path, chunk: int, pace: float) -> None:
+        import multiprocessing
+
+        self.conn, child = multiprocessing.Pipe()
+        self.proc = multiprocessing.get_context("spawn").Process(
+            target=serve_in_child, args=(capture, chunk, pace, child), daemon=True)
+
+    def __enter__(self) -> "ChildServer":
+        self.proc.start()
+        self.url = self.conn.recv()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.send("stop")
+        self.proc.join(10)
+
+
+def one_round(client, url: str, streams: int, firsts: list[float],
+              cpu: list[float] | None = None) -> float:
     threads = [threading.Thread(target=one_stream, args=(client, url, firsts))
                for _ in range(streams)]
-    start = time.perf_counter()
+    start, used = time.perf_counter(), time.process_time()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    if cpu is not None:
+        cpu.append(time.process_time() - used)
     return time.perf_counter() - start
 
 
-def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int) -> None:
+def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
+        in_process: bool = False) -> None:
     import httpx2
 
     from tracestore import Recorder
@@ -63,8 +102,10 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int) -> No
     ThreadingHTTPServer.request_queue_size = 1024
     folder = tempfile.mkdtemp(prefix="ts-bench-concurrency-")
     limits = httpx2.Limits(max_connections=streams + 10, max_keepalive_connections=streams)
-    with CaptureServer() as server, Recorder(f"sqlite:///{Path(folder) / 'b.db'}") as rec:
-        server.routes["/v1/responses"] = route_for(capture, chunk=chunk, pace=pace)
+    upstream = CaptureServer() if in_process else ChildServer(capture, chunk, pace)
+    with upstream as server, Recorder(f"sqlite:///{Path(folder) / 'b.db'}") as rec:
+        if in_process:
+            server.routes["/v1/responses"] = route_for(capture, chunk=chunk, pace=pace)
         url = f"{server.url}/v1/responses"
         counter = iter(range(10**9))
         plain = httpx2.Client(limits=limits, timeout=120)
@@ -81,25 +122,32 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int) -> No
             setattr(rec.store, name, counted)
         walls: dict[str, list[float]] = {"plain": [], "recorded": []}
         firsts: dict[str, list[float]] = {"plain": [], "recorded": []}
+        cpus: dict[str, list[float]] = {"plain": [], "recorded": []}
         one_round(plain, url, 2, []), one_round(recorded, url, 2, [])  # warm both
         transport.flush()
         transactions["n"] = 0
         settled = []
         for _ in range(rounds):
-            walls["plain"].append(one_round(plain, url, streams, firsts["plain"]))
+            walls["plain"].append(one_round(plain, url, streams, firsts["plain"],
+                                            cpus["plain"]))
+            used = time.process_time()
             walls["recorded"].append(one_round(recorded, url, streams, firsts["recorded"]))
             start = time.perf_counter()
             transport.flush()
             settled.append(time.perf_counter() - start)
+            cpus["recorded"].append(time.process_time() - used)  # the round + its recording
         assert not transport.failures, transport.failures
         attempts = rounds * streams
     wall = {m: statistics.median(v) for m, v in walls.items()}
     first = {m: statistics.median(v) for m, v in firsts.items()}
+    cpu = {m: statistics.median(v) for m, v in cpus.items()}
+    where = "in this process" if in_process else "in its own process"
     print(f"{streams} concurrent streams, one shared transport, {rounds} rounds "
-          f"({capture.name}, {chunk} B every {pace * 1000:g} ms)")
+          f"({capture.name}, {chunk} B every {pace * 1000:g} ms, upstream {where})")
     for mode in ("plain", "recorded"):
         print(f"  {mode:9} round wall {wall[mode]:7.3f} s   first chunk median "
-              f"{first[mode] * 1000:7.2f} ms")
+              f"{first[mode] * 1000:7.2f} ms   process CPU {cpu[mode]:6.3f} s"
+              + ("  (round + recording it)" if mode == "recorded" else ""))
     print(f"  ratio recorded/plain: wall {wall['recorded'] / wall['plain']:.3f}x; first chunk "
           f"{(first['recorded'] - first['plain']) * 1000:+.2f} ms; "
           f"{transactions['n'] / attempts:.2f} transactions per attempt; writer settled "
@@ -113,9 +161,12 @@ def main() -> None:
     parser.add_argument("--capture", type=Path, default=DEFAULT_CAPTURE)
     parser.add_argument("--pace-ms", type=float, default=5.0)
     parser.add_argument("--server-chunk", type=int, default=2048)
+    parser.add_argument("--server-in-process", action="store_true",
+                        help="serve the upstream from this process (the old setting)")
     args = parser.parse_args()
     for n in args.streams:
-        run(n, args.rounds, args.capture, args.pace_ms / 1000, args.server_chunk)
+        run(n, args.rounds, args.capture, args.pace_ms / 1000, args.server_chunk,
+            args.server_in_process)
 
 
 if __name__ == "__main__":

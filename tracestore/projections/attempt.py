@@ -15,12 +15,13 @@ be judged at every global position, and the replay planner judges while it plans
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracestore.contracts.events_check import EventRules
 from tracestore.contracts.frames import FrameChecker
-from tracestore.contracts.graphemes import broken_boundaries
+from tracestore.contracts.graphemes import clusters
 from tracestore.errors import InputError
 from tracestore.events import (
     AttemptStarted, FrameReceived, FrameRejected, LocalStopped, StoredEvent, TraceOpened,
@@ -86,8 +87,13 @@ class AttemptFold:
         self.event_rules = EventRules() if profile is not None and profile.event_rules else None
         self.sent_envelope: Mapping[str, Any] | None = None
         self.normalizer = _normalizer(self.started.api)
-        self.parts: dict[int | None, list[str]] = {}
-        self.block_pos: dict[int | None, list[int]] = {}
+        # Each text block's deltas joined as they arrive: one string per block, grown in
+        # place (issue 24: a list of pieces and their join held a long answer twice at the
+        # drain), with where each delta ends in it and the log position it arrived at.
+        self.texts: dict[int | None, str] = {}
+        self.ends: dict[int | None, array[int]] = {}
+        self.block_pos: dict[int | None, array[int]] = {}
+        self._cr_ends: set[int | None] = set()  # blocks with a delta ending in CR
         self.final_keys: set[tuple[str, int | None]] = set()
         self.final_texts: list[FinalTextCheck] = []
         self.terminals: list[NativeTerminal] = []
@@ -110,7 +116,6 @@ class AttemptFold:
         self._sequence: int | None = None  # the last Responses sequence_number
         self._view: AttemptView | None = None  # the last view built; any apply drops it
         self._joined: str | None = None  # the joined candidate text; a new piece drops it
-        self._block_texts: dict[int | None, str] = {}  # each block joined; a new piece drops its block's
 
     # -- derived facts the release decision reads ------------------------------------
     @property
@@ -122,17 +127,9 @@ class AttemptFold:
         ``decided_text`` and the view share the one string: a long answer is not held
         again for each of them)."""
         if self._joined is None:
-            blocks = [self._block_text(b) for b in self.parts]
+            blocks = list(self.texts.values())
             self._joined = blocks[0] if len(blocks) == 1 else "".join(blocks)
         return self._joined
-
-    def _block_text(self, block: int | None) -> str:
-        """One block's text, joined once per state (the pieces stay: the view shows where
-        the deltas split)."""
-        joined = self._block_texts.get(block)
-        if joined is None:
-            joined = self._block_texts[block] = "".join(self.parts[block])
-        return joined
 
     # -- folding ---------------------------------------------------------------------
     def apply(self, stored: StoredEvent) -> bool:
@@ -303,19 +300,25 @@ class AttemptFold:
             return
         if self.terminals:
             self._anomaly(position, R.CONTENT_AFTER_TERMINAL, obs.native_type)
-        text = obs.text or ""
-        if obs.block not in self.parts:
+        text, block = obs.text or "", obs.block
+        if block not in self.texts:
             if not text:  # an empty delta opens no block (some models send one first)
                 return
-            self.parts[obs.block], self.block_pos[obs.block] = [], []
+            self.texts[block], self.ends[block], self.block_pos[block] = \
+                "", array("q"), array("q")
             limit = self.profile.max_text_blocks if self.profile else 1
-            if len(self.parts) > limit:
+            if len(self.texts) > limit:
                 self._anomaly(position, R.UNEXPECTED_TEXT_BLOCK, obs.native_type,
-                              f"block {obs.block}")
-        self.parts[obs.block].append(text)
-        self.block_pos[obs.block].append(position)
+                              f"block {block}")
         self._joined = None  # the candidate changed: join again when asked
-        self._block_texts.pop(obs.block, None)
+        joined = self.texts[block]
+        self.texts[block] = ""  # the local is then its only reference: += grows it in place
+        joined += text
+        self.texts[block] = joined
+        self.ends[block].append(len(joined))
+        self.block_pos[block].append(position)
+        if text.endswith("\r"):
+            self._cr_ends.add(block)
         self._inline_tags(position, obs, text)
 
     def _inline_tags(self, position: int, obs: Observation, text: str) -> None:
@@ -335,7 +338,7 @@ class AttemptFold:
         self.final_keys.add(key)
         # A final text names its block when the provider does; otherwise (or when the
         # index scheme differs from the deltas') it must agree with the whole candidate.
-        reference = (self._block_text(obs.block) if obs.block in self.parts
+        reference = (self.texts[obs.block] if obs.block in self.texts
                      else self.text())
         agrees = (obs.text or "") == reference
         self.final_texts.append(FinalTextCheck(position, obs.native_type, obs.block, agrees,
@@ -393,9 +396,9 @@ class AttemptFold:
     def _build_view(self) -> AttemptView:
         s = self.started
         blocks = tuple(
-            BlockText(b, self._block_text(b), self.block_pos[b][0], self.block_pos[b][-1],
-                      tuple(p), tuple(self.block_pos[b]))
-            for b, p in self.parts.items())
+            BlockText(b, text, self.block_pos[b][0], self.block_pos[b][-1],
+                      tuple(self.ends[b]), tuple(self.block_pos[b]))
+            for b, text in self.texts.items())
         return AttemptView(
             attempt_id=s.attempt_id, trace_id=s.trace_id, api=s.api, reader=s.reader,
             retry_of=s.retry_of, profile=self.profile.name if self.profile else None,
@@ -413,14 +416,28 @@ class AttemptFold:
 
     def _grapheme_splits(self) -> tuple[int, ...]:
         found: list[int] = []
-        for block, parts in self.parts.items():
+        for block, text in self.texts.items():
             # ASCII's only multi-character cluster is CR LF, so an all-ASCII block without a
             # delta ending in CR cannot split one: skip that common case.
-            if len(parts) > 1 and (not all(p.isascii() for p in parts)
-                                   or any(p.endswith("\r") for p in parts)):
+            ends = self.ends[block]
+            if len(ends) > 1 and (not text.isascii() or block in self._cr_ends):
                 positions = self.block_pos[block]
-                found += [positions[i] for i in broken_boundaries(parts)]
+                found += [positions[i] for i in _broken_edges(text, ends)]
         return tuple(sorted(found))
+
+
+def _broken_edges(text: str, ends: Sequence[int]) -> list[int]:
+    """``graphemes.broken_boundaries`` of the deltas ending at ``ends`` in ``text``, read
+    from the joined text: indexes ``i`` whose delta starts inside a grapheme cluster
+    (empty deltas have no edge)."""
+    edges = {ends[i - 1]: i for i in range(1, len(ends)) if ends[i] > ends[i - 1]}
+    if not edges:
+        return []
+    position, inside = 0, set()
+    for cluster in clusters(text):
+        inside.update(range(position + 1, position + len(cluster)))
+        position += len(cluster)
+    return sorted(index for edge, index in edges.items() if edge in inside)
 
 
 def _normalizer(api: str) -> Normalizer | None:

@@ -17,10 +17,20 @@ class BlockText:
     text: str
     first_position: int
     last_position: int
-    deltas: tuple[str, ...]
-    "The delta fragments in arrival order (the audit looks for them in other answers)."
+    ends: tuple[int, ...]
+    "Where each delta ends in ``text`` (characters): the deltas are slices of it."
     positions: tuple[int, ...] = ()
     "The log position of each delta (the audit's text as it stood at a Stop)."
+
+    @property
+    def deltas(self) -> tuple[str, ...]:
+        """The delta fragments in arrival order (the audit looks for them in other
+        answers), sliced from ``text`` when asked: the view holds a long answer once."""
+        text, out, start = self.text, [], 0
+        for end in self.ends:
+            out.append(text[start:end])
+            start = end
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True)

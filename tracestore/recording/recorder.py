@@ -79,7 +79,10 @@ class Recorder:
 
     #: Traces whose decision planners are kept (least recently used go first): a planner
     #: holds only its trace's undecided attempts, and one evicted is rebuilt from the log.
-    PLANNERS_KEPT = 64
+    #: Above the traces a web server streams at once (64 thrashed at 100 concurrent
+    #: streams: every batch rebuilt each planner by reading its trace back); an idle
+    #: planner is small (its trace stream's few events and the decisions recorded).
+    PLANNERS_KEPT = 4096
 
     def record_decisions(self, trace_id: str) -> list[int]:
         """Append the trace's newly final decisions.  The plan is caught up from the events

@@ -108,7 +108,7 @@ class Writer:
             try:
                 for work in group_chunks(works):
                     if _opens_a_retry(work):
-                        batch.commit_appends()  # the retry's start checks the log for the old
+                        batch.settle()  # the retry's start checks the log for the old
                     try:
                         work()
                     except Exception as exc:  # noqa: BLE001 - as above: the next goes on
@@ -197,19 +197,28 @@ def group_chunks(works: list[Callable[[], Any]]) -> list[Callable[[], Any]]:
 class Batch:
     """The appends of one writer batch, committed together (``EventStore.append_groups``).
 
-    Decisions are planned from the log, which must hold the facts first: where one may
-    become final (a decisive frame, a Stop, a drain, a retry's start) what is collected is
-    committed first and the decision recorded right after it, as unbatched; a fresh
-    attempt's start (which can decide nothing but a race) is judged after the batch.
+    Decisions are planned from the log, which must hold the facts first.  Where one may
+    become final (a decisive frame, a Stop, a drain) the trace is marked due; its decisions
+    are recorded once what is collected is committed: before the trace's next fact in the
+    batch (so in the trace's own order a decision still follows the fact that made it final
+    and precedes everything after it, as unbatched), before a retry opens, or at the end of
+    the batch.  So the attempts deciding in one batch share its commit instead of each
+    committing the batch so far (at 100 concurrent streams that was two transactions per
+    attempt).  A fresh attempt's start (which can decide nothing but a race) is judged
+    after the batch.
     """
 
     def __init__(self) -> None:
         self.groups: dict[Any, list[tuple[Any, Any, Any, Any]]] = {}
         self.decide: dict[Any, dict[str, list[Any]]] = {}
+        self.due: dict[tuple[Any, str], list[Any]] = {}
+        "Traces (by recorder and id) whose decisions may be final: recorded at ``settle``."
         self.failures: list[tuple[Any, Exception]] = []
         self.commits = 0
 
     def add(self, attempt: Any, events: Any, expected: Any, blobs: Any) -> None:
+        if (attempt._rec, attempt.trace.trace_id) in self.due:
+            self.settle()  # the trace's pending decision goes before its next fact
         self.groups.setdefault(attempt._rec, []).append((attempt, events, expected, blobs))
 
     def decide_later(self, attempt: Any) -> None:
@@ -217,20 +226,81 @@ class Batch:
         traces.setdefault(attempt.trace.trace_id, []).append(attempt)
 
     def decide_now(self, attempt: Any) -> None:
-        """A decision may be final at this point: commit what is collected so far, then
-        record it, so it follows the fact that made it final as it would unbatched."""
+        """A decision may be final at this point: it is recorded at the next ``settle``,
+        before any later fact of its trace."""
+        self.due.setdefault((attempt._rec, attempt.trace.trace_id), []).append(attempt)
+
+    def settle(self) -> None:
+        """Commit what is collected, then record the decisions that may be final: every
+        due trace's in one transaction per store (``_decide_traces``)."""
         self.commit_appends()
-        self._decisions(attempt._rec, attempt.trace.trace_id, [attempt])
+        due, self.due = self.due, {}
+        per_store: dict[Any, list[tuple[str, list[Any]]]] = {}
+        for (rec, trace_id), attempts in due.items():
+            per_store.setdefault(rec, []).append((trace_id, attempts))
+        for rec, traces in per_store.items():
+            self._decide_traces(rec, traces)
 
     def commit(self) -> list[tuple[Any, Exception]]:
         """Append every group in one transaction per store; deferred decisions after.
         Returns the attempts whose appends the store refused, with the error each got."""
-        self.commit_appends()
-        for rec, traces in self.decide.items():
+        for rec, traces in self.decide.items():  # fresh starts: judged with the rest
             for trace_id, attempts in traces.items():
-                self._decisions(rec, trace_id, attempts)
+                self.due.setdefault((rec, trace_id), []).extend(attempts)
         self.decide.clear()
+        self.settle()
         return self.failures
+
+    def _decide_traces(self, rec: Any, traces: list[tuple[str, list[Any]]]) -> None:
+        """Record the newly final decisions of ``traces`` in ONE append expecting each
+        trace stream where its plan saw it (``record_decisions`` does one trace per
+        transaction); on a conflict, or without planners, each trace on its own."""
+        from tracestore.errors import ExpectedVersionConflict, StoreError
+        from tracestore.events import StoredEvent
+        from tracestore.ingest.decisions import catch_up, feed_written
+
+        traces = [(t, [a for a in attempts if a.failure is None]) for t, attempts in traces]
+        traces = [(t, attempts) for t, attempts in traces if attempts]
+        planner_of = getattr(rec, "planner", None)
+        if len(traces) < 2 or planner_of is None:
+            for trace_id, attempts in traces:
+                self._decisions(rec, trace_id, attempts)
+            return
+        try:
+            with rec.lock:
+                plans = []
+                for trace_id, attempts in traces:
+                    planner = planner_of(trace_id)
+                    catch_up(rec.store, planner)
+                    plans.append((planner, planner.missing(), attempts))
+                plans = [p for p in plans if p[1]]
+                if not plans:
+                    return
+                if len(plans) == 1:  # nothing to share: as unbatched
+                    self._decisions(rec, plans[0][0].trace_id, plans[0][2])
+                    return
+                try:
+                    result = rec.store.append(
+                        [e for _, due, _ in plans for e in due],
+                        expected_versions={p.stream: p.trace_version for p, _, _ in plans})
+                except ExpectedVersionConflict:  # a rule changed meanwhile: one by one
+                    for planner, _, attempts in plans:
+                        planner.stale = True
+                        self._decisions(rec, planner.trace_id, attempts)
+                    return
+                if result.skipped_ids:  # another writer stored some: catch up reads them
+                    return
+                positions = iter(result.positions)
+                for planner, due, _ in plans:  # each planner learns its own as appended
+                    feed_written(rec.store, planner, [
+                        StoredEvent(next(positions), new.id, new.stream, 0, new.event.type,
+                                    0, None, new.trace_id, new.event, "") for new in due])
+        except StoreError as exc:
+            for _, attempts in traces:
+                for attempt in attempts:
+                    if attempt.failure is None:
+                        attempt.failure = exc
+                        self.failures.append((attempt, exc))
 
     def commit_appends(self) -> None:
         """Commit the appends collected so far (one transaction per store)."""
