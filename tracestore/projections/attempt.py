@@ -433,7 +433,7 @@ def _broken_edges(text: str, ends: Sequence[int]) -> list[int]:
     edges = {ends[i - 1]: i for i in range(1, len(ends)) if ends[i] > ends[i - 1]}
     if not edges:
         return []
-    position, inside = 0, set()
+    position, inside = 0, set[int]()
     for cluster in clusters(text):
         inside.update(range(position + 1, position + len(cluster)))
         position += len(cluster)

@@ -293,8 +293,10 @@ class Batch:
                 positions = iter(result.positions)
                 for planner, due, _ in plans:  # each planner learns its own as appended
                     feed_written(rec.store, planner, [
+                        # recorded_at None: stand-ins the planner reads, not rows
                         StoredEvent(next(positions), new.id, new.stream, 0, new.event.type,
-                                    0, None, new.trace_id, new.event, "") for new in due])
+                                    0, None,  # type: ignore[arg-type]
+                                    new.trace_id, new.event, "") for new in due])
         except StoreError as exc:
             for _, attempts in traces:
                 for attempt in attempts:
