@@ -25,6 +25,8 @@ COPY_MIN_ROWS = 1000
 "A chunk of at least this many rows is copied; smaller appends keep the plain INSERT."
 
 _ID_ARRAY_CHUNK = 10_000
+_IDS_JOINED_SQL = ("SELECT id FROM ts_events "
+                   "WHERE id = ANY(string_to_array(%s, chr(31)))")
 
 
 @contextmanager
@@ -46,10 +48,19 @@ def pg_copying(conn: Connection, sql: str) -> Iterator[Callable[[tuple[Any, ...]
 
 
 def pg_existing_ids(conn: Connection, ids: Sequence[str]) -> set[str]:
-    """Which of ``ids`` are stored already: ``id = ANY(array)``, one query per chunk."""
+    """Which of ``ids`` are stored already, one query per chunk: the ids travel as ONE text
+    parameter joined with the unit separator (which ``NewEvent`` refuses in an id) and
+    split by the server -- half the cost of an array parameter of 5,000 strings, and a
+    fraction of 500 bound ids in a new SQL text each time.  Ids holding the separator
+    anyway go as an array."""
     found: set[str] = set()
     for start in range(0, len(ids), _ID_ARRAY_CHUNK):
         chunk = list(ids[start:start + _ID_ARRAY_CHUNK])
-        found.update(conn.exec_driver_sql(
-            "SELECT id FROM ts_events WHERE id = ANY(%s)", (chunk,)).scalars())
+        joined = "\x1f".join(chunk)
+        if joined.count("\x1f") == len(chunk) - 1:
+            result = conn.exec_driver_sql(_IDS_JOINED_SQL, (joined,))
+        else:
+            result = conn.exec_driver_sql("SELECT id FROM ts_events WHERE id = ANY(%s)",
+                                          (chunk,))
+        found.update(result.scalars())
     return found
