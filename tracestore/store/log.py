@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
+from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -26,6 +27,9 @@ from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.store.bulk import paused_gc
+from tracestore.store.pg_bulk import (
+    COPY_MIN_ROWS, pg_copying, pg_existing_ids,
+)
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError, TracestoreError
 from tracestore.events import (
     SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, to_json_bytes,
@@ -42,6 +46,8 @@ __all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions"
 
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
+_COPY_EVENTS_SQL = ("COPY ts_events (position, id, stream, version, type, schema_version, "
+                    "recorded_at, trace_id, payload, hash) FROM STDIN")
 _BLOB_PIECE = 1 << 20  # bytes per write when a large capture is streamed into SQLite
 
 
@@ -144,6 +150,8 @@ class WriteView:
 
 class EventStore(StoreConnections, LogReads):
     """An event log in a SQL database (SQLite file by default)."""
+
+    COPY_MIN_ROWS = COPY_MIN_ROWS
 
     def __init__(self, url: str | None = None, *, migrate_schema: bool = True,
                  create: bool = True, read_only: bool = False) -> None:
@@ -321,6 +329,8 @@ class EventStore(StoreConnections, LogReads):
         return dataclasses.replace(result, followed=Positions(after + 1, count))
 
     def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
+        if self._dialect == "postgresql":  # one array parameter, not 500 bound ids a query
+            return pg_existing_ids(conn, ids)
         found: set[str] = set()
         for start in range(0, len(ids), ID_QUERY_CHUNK):
             chunk = ids[start:start + ID_QUERY_CHUNK]
@@ -353,41 +363,61 @@ class EventStore(StoreConnections, LogReads):
             fresh_streams = sorted({e.stream for e in chunk} - known_streams)
             versions.update(self._stream_versions(conn, fresh_streams))
             known_streams.update(fresh_streams)
-            rows: list[tuple[Any, ...]] = []
-            for new in chunk:
-                event_id, stream = new.id, new.stream
-                if new.__class__ is SerializedEvent:
-                    # Ids of one serialized plan are distinct by construction; only the
-                    # store can already hold them, so no ``seen`` entry (1M of them is
-                    # ~100 MiB).
-                    if event_id in existing:
-                        skipped.append(event_id)
-                        continue
-                    type_name, payload_bytes = new.type, new.payload
-                else:
-                    new.fresh_id = False  # once offered to the store, its id may exist
-                    if event_id in existing or event_id in seen:
-                        skipped.append(event_id)
-                        continue
-                    seen.add(event_id)
-                    type_name = new.event.type
-                    payload_bytes = canonical_payload(new.event)
-                position += 1
-                version = versions.get(stream, 0) + 1
-                versions[stream] = version
-                schema_version = SCHEMA_VERSIONS[type_name]
-                digest = chain_hash(prev_hash, position, event_id, stream, version, type_name,
-                                    schema_version, recorded_at, new.trace_id, payload_bytes)
-                rows.append((position, event_id, stream, version, type_name, schema_version,
-                             recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
-                prev_hash = digest
-                if heard is not None:
-                    heard(position, version, new, digest)
-            if rows:
-                # The driver's executemany directly: SQLAlchemy's per-row parameter
-                # processing would double the cost of a large ingest for no added safety.
-                conn.exec_driver_sql(self._insert_sql, rows)
+            with self._row_sink(conn, len(chunk)) as put:
+                for new in chunk:
+                    event_id, stream = new.id, new.stream
+                    if new.__class__ is SerializedEvent:
+                        # Ids of one serialized plan are distinct by construction; only the
+                        # store can already hold them, so no ``seen`` entry (1M of them is
+                        # ~100 MiB).
+                        if event_id in existing:
+                            skipped.append(event_id)
+                            continue
+                        type_name, payload_bytes = new.type, new.payload
+                    else:
+                        new.fresh_id = False  # once offered to the store, its id may exist
+                        if event_id in existing or event_id in seen:
+                            skipped.append(event_id)
+                            continue
+                        seen.add(event_id)
+                        type_name = new.event.type
+                        payload_bytes = canonical_payload(new.event)
+                    position += 1
+                    version = versions.get(stream, 0) + 1
+                    versions[stream] = version
+                    schema_version = SCHEMA_VERSIONS[type_name]
+                    digest = chain_hash(prev_hash, position, event_id, stream, version, type_name,
+                                        schema_version, recorded_at, new.trace_id, payload_bytes)
+                    put((position, event_id, stream, version, type_name, schema_version,
+                         recorded_at, new.trace_id, payload_bytes.decode("utf-8"), digest))
+                    prev_hash = digest
+                    if heard is not None:
+                        heard(position, version, new, digest)
         return position - head_position, skipped, prev_hash
+
+    @contextmanager
+    def _row_sink(self, conn: Connection, size: int) -> Iterator[Callable[[tuple[Any, ...]], None]]:
+        """Where the event rows of one chunk of ``size`` events go, in the caller's
+        transaction.  On PostgreSQL a chunk of at least ``COPY_MIN_ROWS`` events streams
+        its rows into ``COPY ... FROM STDIN`` as they are made (the server inserts while
+        the next rows are hashed; the same row values, so the same stored bytes;
+        constraints and triggers apply to COPY as to INSERT).  Smaller chunks, and SQLite,
+        collect the rows and hand them to the driver's executemany directly (SQLAlchemy's
+        per-row parameter processing would double the cost of a large ingest for no added
+        safety).  An error in the block writes nothing."""
+        if self._dialect == "postgresql" and size >= self.COPY_MIN_ROWS:
+            with pg_copying(conn, _COPY_EVENTS_SQL) as write:
+                yield write
+            return
+        rows: list[tuple[Any, ...]] = []
+        yield rows.append
+        if rows:
+            conn.exec_driver_sql(self._insert_sql, rows)
+
+    def _write_rows(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None:
+        with self._row_sink(conn, len(rows)) as put:
+            for row in rows:
+                put(row)
 
     def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
         stored: list[str] = []
@@ -474,10 +504,10 @@ class EventStore(StoreConnections, LogReads):
                                   row["trace_id"], row["payload"], digest))
                     prev_hash = digest
                     if len(batch) >= batch_size:
-                        conn.exec_driver_sql(self._insert_sql, batch)
+                        self._write_rows(conn, batch)
                         batch = []
                 if batch:
-                    conn.exec_driver_sql(self._insert_sql, batch)
+                    self._write_rows(conn, batch)
                 self._put_blobs(conn, list(blob_data))
         except IntegrityError as exc:
             raise StoreError(f"the database refused the import: {exc.orig}",
