@@ -89,3 +89,19 @@ def test_a_stale_or_missing_index_is_not_made_fresh(store: EventStore) -> None:
     assert _states(store) == {"review_queue": head, audit_index.state_name(): head}
     indexed, live = _both(store)
     assert indexed == live and '"attempt_id": "last"' in live
+
+
+def test_an_agent_run_file_keeps_it_current_for_every_run(store: EventStore) -> None:
+    report = (Path(__file__).resolve().parents[1] / "fixtures" / "agent"
+              / "seed001-live-comparison.json").read_bytes()
+    replay_into(store, "t7")
+    assert qi.sync(store) == 1
+    ingested = ingest_input(store, report, IngestOptions(filename="report.json"))
+    head = store.head_position()
+    assert _states(store) == {"review_queue": head, audit_index.state_name(): head}
+    traces = store.fetch_driver("SELECT count(*) FROM ts_audit_index", (),
+                                during="in the test")[0][0]
+    assert traces == len(store.trace_ids()) == 17 and len(ingested.attempts) == 16
+    indexed, live = _both(store)
+    assert indexed == live
+    assert qi.sync(store) == 0

@@ -219,7 +219,7 @@ def _decisions(attempts: Mapping[str, Sequence[str]]) -> Any:
 
     class IndexKeeping(PlanDecisions):
         def settled(self, view: WriteView) -> None:
-            follow_append(view)
+            follow_append(view, self.attempts)
 
     return IndexKeeping(attempts)
 

@@ -113,29 +113,25 @@ def write_indexed_audit(store: EventStore, write: Callable[[str], Any]) -> int |
     return len(violations)
 
 
-def follow_append(view: Any) -> int:
+
+def follow_append(view: Any, traces: Any) -> int:
     """Keep the index current through one append, inside its transaction (``settled`` of
-    the ingest's tap): when the queue's and this code's audit rows were current to the
-    head before the append, the traces it wrote are projected again and both rows move to
-    the new head.  An index that was behind (or never built, or another code's) is left
-    as it is, so a stale index is never made to look fresh.  Returns the traces
-    projected (0 when the index was not current)."""
-    from tracestore.review.queue_index import _NAME, mark_current, project_traces
+    the ingest's tap; ``traces`` are the traces it wrote): when the queue's and this
+    code's audit rows were current to the head before the append, those traces are
+    projected again and both rows move to the new head.  An index that was behind (or
+    never built, or another code's) is left as it is, so a stale index is never made to
+    look fresh.  Returns the traces projected (0 when the index was not current)."""
+    from tracestore.review.queue_index import _NAME, project_traces
 
     conn, store, before = view.conn, view.store, view.head_position
-    name = state_name()
-    mark = store._mark
-    states = dict(conn.exec_driver_sql(
-        f"SELECT name, position FROM ts_index_state WHERE name IN ({mark}, {mark})",
-        (_NAME, name)).all())
-    if states.get(_NAME) != before or states.get(name) != before:
+    name, mark = state_name(), view.store._mark
+    state = f"(SELECT position FROM ts_index_state WHERE name = {mark})"
+    ((head, queue, audited),) = conn.exec_driver_sql(
+        f"SELECT (SELECT max(position) FROM ts_events), {state}, {state}",
+        (_NAME, name)).all()
+    if not (queue == audited == before) or head == before:
         return 0
-    head = store._head(conn)[0]
-    if head == before:
-        return 0
-    traces = [t for (t,) in conn.exec_driver_sql(
-        "SELECT DISTINCT trace_id FROM ts_events WHERE position > "
-        f"{mark} AND trace_id IS NOT NULL", (before,)).all()]
-    projected = project_traces(conn, store, traces)
-    mark_current(conn, head, name)
+    projected = project_traces(conn, store, list(traces))
+    conn.exec_driver_sql(f"UPDATE ts_index_state SET position = {mark} WHERE name IN "
+                         f"({mark}, {mark})", (head, _NAME, name))
     return projected
