@@ -176,7 +176,7 @@ def ingest_fresh(db: Path, fresh: int, keep_index: bool) -> float:
     from tracestore.store.log import EventStore
 
     data = T1.read_bytes()
-    off = mock.patch.object(audit_index, "follow_append", lambda view: 0)
+    off = mock.patch.object(audit_index, "follow_append", lambda view, traces: 0)
     with EventStore(f"sqlite:///{db}") as store:
         if not keep_index:
             off.start()

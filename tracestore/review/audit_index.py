@@ -5,7 +5,8 @@ judging is the trace's audit, so sync also keeps that trace's audit as text here
 attempts exactly as ``audit --json`` writes them, its violations with their positions).
 A whole-store ``audit --json`` then reads one row per trace and judges live only the
 traces that got events since the index was built -- read-only, so an archive benefits
-too.  The state row is named after the code that wrote the rows (``audit:<fingerprint>``,
+too.  An ``ingest`` into a store whose index is current keeps it current in its own
+transaction (``follow_append``).  The state row is named after the code that wrote the rows (``audit:<fingerprint>``,
 ``tracestore.store.code_version``): another tracestore never reads them, it audits live.
 """
 
