@@ -18,6 +18,10 @@ the same process (start-up is measured by bench/startup.py):
   blobs as base64                                          goal: ours <= 1.5x the baseline;
 * ``audit --json`` judging live (no audit index: another tracestore wrote it, or no
   queue command ran since the appends) against the same load;
+* ``audit --json`` right after fresh ``ingest``s (as many attempts again, each one
+  ``ingest_input`` transaction) into a store whose index was current, the ingest keeping
+  the index (now) and not (before issue 25 item 4), against the same load of that store
+  (goal <= 1.5x);
 * ``audit --json``'s loading alone (``iter_traces``, events parsed, no judging) against the
   same raw load, to show where the rest of its time goes.
 
@@ -160,6 +164,63 @@ def build_store(path: Path, attempts: int) -> int:
     return total
 
 
+def ingest_fresh(db: Path, fresh: int, keep_index: bool) -> float:
+    """``fresh`` more attempts, each recorded as ``tracestore ingest FILE`` does
+    (``ingest_input``: one transaction each) after the index was built; ``keep_index=False``
+    runs them as before issue 25 item 4 (the ingest does not keep the audit index).
+    Returns the CPU seconds per ingest."""
+    from unittest import mock
+
+    from tracestore.ingest.pipeline import IngestOptions, ingest_input
+    from tracestore.review import audit_index
+    from tracestore.store.log import EventStore
+
+    data = T1.read_bytes()
+    off = mock.patch.object(audit_index, "follow_append", lambda view, traces: 0)
+    with EventStore(f"sqlite:///{db}") as store:
+        if not keep_index:
+            off.start()
+        try:
+            start = time.process_time()
+            for n in range(fresh):
+                ingest_input(store, data, IngestOptions(filename="t1.json",
+                                                        attempt_id=f"fresh{n}",
+                                                        trace_id=f"fresh-t{n}"))
+            spent = time.process_time() - start
+        finally:
+            if not keep_index:
+                off.stop()
+    return spent / max(fresh, 1)
+
+
+def after_ingest(db: Path, fresh: int, rounds: int) -> None:
+    """``audit --json`` right after ``fresh`` ingests into a store whose index was current:
+    with the ingest keeping the index (now) and without (before), each against the raw
+    per-trace load of the same store."""
+    import shutil
+
+    rows = []
+    for keep in (False, True):
+        copy = db.with_name(f"{db.stem}-fresh-{int(keep)}.db")
+        shutil.copy(db, copy)
+        per_ingest = ingest_fresh(copy, fresh, keep)
+        conn = sqlite3.connect(copy)
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+        pairs = in_process(copy)
+        ours, raw = pairs["audit --json"]
+        best = [1e9, 1e9]
+        for _ in range(rounds):
+            best = [min(best[0], timed(ours)), min(best[1], timed(raw))]
+        rows.append((keep, per_ingest, *best))
+        copy.unlink()
+    print(f"  audit --json right after {fresh:,} fresh `ingest`s (index current before them):")
+    for keep, per_ingest, ours, raw in rows:
+        label = "ingest keeps the index" if keep else "index left stale (before)"
+        print(f"    {label:<26} ours {ours:6.2f} s  raw {raw:6.2f} s  time ratio "
+              f"{ours / raw:5.2f}x   (ingest {per_ingest * 1000:.2f} ms CPU each)")
+
+
 def run(argv: list[str]) -> tuple[float, int]:
     """Wall time and peak RSS of one subprocess."""
     with tempfile.TemporaryFile() as out:
@@ -262,6 +323,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--attempts", default="1000,10000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--fresh", default="same",
+                        help="attempts ingested after the index is built ('same': as many "
+                             "as the store holds; 0: skip)")
     args = parser.parse_args()
     ts = str(Path(sys.executable).parent / "tracestore")
     peaks: dict[int, float] = {}
@@ -287,6 +351,9 @@ def main() -> None:
             print(f"  audit --json peak RSS (subprocess) {audit_rss / MiB:.0f} MiB; "
                   f"release a0 --json (subprocess) {min(release):.2f} s")
             peaks[total] = audit_rss
+            fresh = attempts if args.fresh == "same" else int(args.fresh)
+            if fresh:
+                after_ingest(db, fresh, args.rounds)
     if len(peaks) > 1:
         sizes = sorted(peaks)
         print(f"\naudit --json peak RSS: {peaks[sizes[0]] / MiB:.0f} MiB at {sizes[0]:,} "

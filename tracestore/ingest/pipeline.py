@@ -176,9 +176,8 @@ def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> 
     is written and appended in the same transaction (``result.followed`` holds their
     positions): a crash leaves all of it or none of it."""
     from tracestore.events import attempt_stream, trace_stream
-    from tracestore.ingest.decide import PlanDecisions
 
-    tap = PlanDecisions({plan.trace_id: [plan.attempt_id]}) if decide else None
+    tap = _decisions({plan.trace_id: [plan.attempt_id]}) if decide else None
 
     def build(view: WriteView) -> tuple[Any, list[bytes]]:  # a lazily planned body, too
         opened = view.read(stream=trace_stream(plan.trace_id), limit=1)
@@ -210,6 +209,21 @@ def append_plan(store: EventStore, plan: IngestPlan, *, decide: bool = True) -> 
     return store.append_with(build, tap=tap)
 
 
+def _decisions(attempts: Mapping[str, Sequence[str]]) -> Any:
+    """The ingest's tap: its release decisions (``PlanDecisions``), and once all is written
+    the audit index kept current for the traces written, when it was current before
+    (``audit_index.follow_append``): ``audit --json`` right after an ingest reads the
+    index instead of judging the new traces again."""
+    from tracestore.ingest.decide import PlanDecisions
+    from tracestore.review.audit_index import follow_append
+
+    class IndexKeeping(PlanDecisions):
+        def settled(self, view: WriteView) -> None:
+            follow_append(view, self.attempts)
+
+    return IndexKeeping(attempts)
+
+
 def _check_bindings(view: WriteView, plan: IngestPlan) -> None:
     """A trace answers one request under one contract: a different one is refused."""
     from tracestore.events import trace_stream
@@ -227,13 +241,12 @@ def append_runs(store: EventStore, plan: AgentIngestPlan) -> AppendResult:
     """Append an agent-run plan in ONE transaction with each run's final decision; an
     attempt id already holding another input's events is refused (``attempt_exists``)."""
     from tracestore.events import attempt_stream
-    from tracestore.ingest.decide import PlanDecisions
 
     first_ids = {e.stream: e.id for e in reversed(plan.events)}  # first event per stream
     runs: dict[str, list[str]] = {}
     for attempt_id, trace_id, _ in plan.runs:
         runs.setdefault(trace_id, []).append(attempt_id)
-    tap = PlanDecisions(runs)  # each run's final decision, in the same transaction
+    tap = _decisions(runs)  # each run's final decision, in the same transaction
 
     def build(view: WriteView) -> tuple[Iterable[Any], list[bytes]]:
         for attempt_id, _, _ in plan.runs:

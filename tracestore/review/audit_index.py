@@ -5,7 +5,8 @@ judging is the trace's audit, so sync also keeps that trace's audit as text here
 attempts exactly as ``audit --json`` writes them, its violations with their positions).
 A whole-store ``audit --json`` then reads one row per trace and judges live only the
 traces that got events since the index was built -- read-only, so an archive benefits
-too.  The state row is named after the code that wrote the rows (``audit:<fingerprint>``,
+too.  An ``ingest`` into a store whose index is current keeps it current in its own
+transaction (``follow_append``).  The state row is named after the code that wrote the rows (``audit:<fingerprint>``,
 ``tracestore.store.code_version``): another tracestore never reads them, it audits live.
 """
 
@@ -111,3 +112,27 @@ def write_indexed_audit(store: EventStore, write: Callable[[str], Any]) -> int |
     violations.sort(key=lambda v: v[0])
     write('], "violations": [' + ", ".join(t for _, t in violations) + "]}\n")
     return len(violations)
+
+
+
+def follow_append(view: Any, traces: Any) -> int:
+    """Keep the index current through one append, inside its transaction (``settled`` of
+    the ingest's tap; ``traces`` are the traces it wrote): when the queue's and this
+    code's audit rows were current to the head before the append, those traces are
+    projected again and both rows move to the new head.  An index that was behind (or
+    never built, or another code's) is left as it is, so a stale index is never made to
+    look fresh.  Returns the traces projected (0 when the index was not current)."""
+    from tracestore.review.queue_index import _NAME, project_traces
+
+    conn, store, before = view.conn, view.store, view.head_position
+    name, mark = state_name(), view.store._mark
+    state = f"(SELECT position FROM ts_index_state WHERE name = {mark})"
+    ((head, queue, audited),) = conn.exec_driver_sql(
+        f"SELECT (SELECT max(position) FROM ts_events), {state}, {state}",
+        (_NAME, name)).all()
+    if not (queue == audited == before) or head == before:
+        return 0
+    projected = project_traces(conn, store, list(traces))
+    conn.exec_driver_sql(f"UPDATE ts_index_state SET position = {mark} WHERE name IN "
+                         f"({mark}, {mark})", (head, _NAME, name))
+    return projected

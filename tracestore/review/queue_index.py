@@ -100,17 +100,11 @@ def sync(store: EventStore) -> int:
     ``_FLUSH_TRACES`` traces -- the first build of a 100k-attempt store is a bulk build,
     not 400k compiled statements."""
     from tracestore.review import audit_index
-    from tracestore.review.queue import trace_projection
-    from tracestore.store.reads import ROW_COLUMNS, _driver_fetch, _stored_from_row
     from tracestore.store.schema import events
 
     if not _behind(store):
         return 0
-    mark = store._mark
-    per_trace = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {mark} "
-                 "ORDER BY position")
     audit_name = audit_index.state_name()
-    rebuilt = 0
     with store._writer.begin() as conn:
         store._lock(conn)
         upto, head = _upto(conn), store._head(conn)[0]
@@ -121,36 +115,59 @@ def sync(store: EventStore) -> int:
             upto = 0
         traces = conn.execute(select(events.c.trace_id).distinct().where(
             events.c.position > upto, events.c.trace_id.is_not(None))).scalars().all()
-        cursor = conn.connection.cursor()
-        try:
-            times: dict[str, Any] = {}
-            done: list[str] = []
-            attempt_rows: list[tuple[Any, ...]] = []
-            review_rows: list[tuple[Any, ...]] = []
-            audit_rows: list[tuple[Any, ...]] = []
-            for trace_id in traces:
-                stored = [_stored_from_row(row, times)
-                          for row in _driver_fetch(conn, cursor, per_trace, (trace_id,))]
-                if len(times) > 64:
-                    times.clear()
-                attempts, reviews, report = trace_projection(stored, trace_id)
-                attempt_rows.extend(_attempt_values(a) for a in attempts)
-                review_rows.extend(_review_values(r) for r in reviews)
-                audit_rows.append(audit_index.row(trace_id, stored[0].position, report))
-                done.append(trace_id)
-                rebuilt += 1
-                if len(done) >= _FLUSH_TRACES:
-                    _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
-                    done, attempt_rows, review_rows, audit_rows = [], [], [], []
-            _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
-        finally:
-            cursor.close()
-        conn.execute(delete(index_state).where(index_state.c.name.in_([_NAME, audit_name])
-                                               | index_state.c.name.startswith(
-                                                   audit_index.STATE_PREFIX)))
-        conn.execute(insert(index_state), [{"name": _NAME, "position": head},
-                                           {"name": audit_name, "position": head}])
+        rebuilt = project_traces(conn, store, traces)
+        mark_current(conn, head, audit_name)
     return rebuilt
+
+
+def project_traces(conn: Any, store: EventStore, traces: Any) -> int:
+    """Replace the queue and audit rows of ``traces`` from their events, inside the
+    caller's write transaction; return how many traces were projected."""
+    from tracestore.review import audit_index
+    from tracestore.review.queue import trace_projection
+    from tracestore.store.reads import ROW_COLUMNS, _driver_fetch, _stored_from_row
+
+    mark = store._mark
+    per_trace = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {mark} "
+                 "ORDER BY position")
+    rebuilt = 0
+    cursor = conn.connection.cursor()
+    try:
+        times: dict[str, Any] = {}
+        done: list[str] = []
+        attempt_rows: list[tuple[Any, ...]] = []
+        review_rows: list[tuple[Any, ...]] = []
+        audit_rows: list[tuple[Any, ...]] = []
+        for trace_id in traces:
+            stored = [_stored_from_row(row, times)
+                      for row in _driver_fetch(conn, cursor, per_trace, (trace_id,))]
+            if len(times) > 64:
+                times.clear()
+            attempts, reviews, report = trace_projection(stored, trace_id)
+            attempt_rows.extend(_attempt_values(a) for a in attempts)
+            review_rows.extend(_review_values(r) for r in reviews)
+            audit_rows.append(audit_index.row(trace_id, stored[0].position, report))
+            done.append(trace_id)
+            rebuilt += 1
+            if len(done) >= _FLUSH_TRACES:
+                _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
+                done, attempt_rows, review_rows, audit_rows = [], [], [], []
+        _replace(conn, cursor, mark, done, attempt_rows, review_rows, audit_rows)
+    finally:
+        cursor.close()
+    return rebuilt
+
+
+def mark_current(conn: Any, head: int, audit_name: str) -> None:
+    """The queue's and this code's audit rows are current to ``head`` (any other code's
+    audit state row goes)."""
+    from tracestore.review import audit_index
+
+    conn.execute(delete(index_state).where(index_state.c.name.in_([_NAME, audit_name])
+                                           | index_state.c.name.startswith(
+                                               audit_index.STATE_PREFIX)))
+    conn.execute(insert(index_state), [{"name": _NAME, "position": head},
+                                       {"name": audit_name, "position": head}])
 
 
 _ATTEMPT_INSERT: Final = ("attempt_id", "trace_id", "api", "first_position", "started_at",

@@ -131,6 +131,9 @@ class Tap(Protocol):
     def then(self, view: WriteView, result: AppendResult) -> Sequence[NewEvent]:
         """The events to append after the batch, in the same transaction (may be empty)."""
 
+    # Optional: ``settled(view)`` is called once everything (the batch and what ``then``
+    # returned) is written, still inside the transaction (the ingest keeps the audit index).
+
 
 @dataclass
 class WriteView:
@@ -322,11 +325,14 @@ class EventStore(StoreConnections, LogReads):
         if tap is None:
             return result
         more = tap.then(view, result)
-        if not more:
-            return result
-        after = head_position + written
-        count, _, _ = self._insert(conn, more, {}, after, last_hash, view.recorded_at)
-        return dataclasses.replace(result, followed=Positions(after + 1, count))
+        if more:
+            after = head_position + written
+            count, _, _ = self._insert(conn, more, {}, after, last_hash, view.recorded_at)
+            result = dataclasses.replace(result, followed=Positions(after + 1, count))
+        settled = getattr(tap, "settled", None)  # optional: everything is written
+        if settled is not None:
+            settled(view)
+        return result
 
     def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
         if self._dialect == "postgresql":  # one array parameter, not 500 bound ids a query
