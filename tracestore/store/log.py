@@ -16,12 +16,9 @@ Contract (each point is tested in tests/test_store_*.py):
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import hashlib
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import Connection, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -30,14 +27,18 @@ from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
     COPY_MIN_ROWS, pg_copying, pg_existing_ids,
 )
-from tracestore.errors import ExpectedVersionConflict, InputError, StoreError, TracestoreError
+from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
-    SCHEMA_VERSIONS, NewEvent, SerializedEvent, StoredEvent, to_json_bytes,
+    SCHEMA_VERSIONS, NewEvent, SerializedEvent,
 )
 from tracestore.store import engine as engines
 from tracestore.store import migrate
+from tracestore.store.append_types import (
+    AppendResult, Positions, Tap, WriteView, canonical_payload, utc_now,
+)
 from tracestore.store.connections import StoreConnections
-from tracestore.store.schema import blobs, events
+from tracestore.store.rows_io import RowsIO
+from tracestore.store.schema import events
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
 from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash
 
@@ -48,22 +49,6 @@ _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
 _COPY_EVENTS_SQL = ("COPY ts_events (position, id, stream, version, type, schema_version, "
                     "recorded_at, trace_id, payload, hash) FROM STDIN")
-_BLOB_PIECE = 1 << 20  # bytes per write when a large capture is streamed into SQLite
-
-
-def canonical_payload(event: Any) -> bytes:
-    """The payload's stored bytes: compact JSON, key order as given (natives stay as decoded).
-
-    pydantic's serializer writes non-ASCII as UTF-8 and keeps dict order; whatever it
-    writes is what gets hashed, so the stored text itself is the canonical form.  (Lone
-    surrogates are kept as escapes: see ``to_json_bytes``.)
-    """
-    return to_json_bytes(event)
-
-
-def utc_now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
-
 
 
 def _given(events: Sequence[NewEvent], blobs: Sequence[bytes],
@@ -71,87 +56,7 @@ def _given(events: Sequence[NewEvent], blobs: Sequence[bytes],
     """An append plan that ignores the write view: the events were planned already."""
     return lambda _view: (events, blobs)
 
-class Positions(Sequence[int]):
-    """The positions one append wrote, in order.  They are always consecutive (``head + 1 …
-    head + n``: skipped ids take none), so they are held as a range -- a million-event
-    ingest would otherwise keep a million ints alive at its peak.  Equal to a tuple or
-    list of the same positions."""
-
-    __slots__ = ("_range",)
-
-    def __init__(self, first: int, count: int) -> None:
-        self._range = range(first, first + count)
-
-    def __len__(self) -> int:
-        return len(self._range)
-
-    def __getitem__(self, index: Any) -> Any:
-        return self._range[index]
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._range)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Positions):
-            return self._range == other._range
-        if isinstance(other, (tuple, list)):
-            return len(other) == len(self._range) and all(
-                a == b for a, b in zip(self._range, other))
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._range))
-
-    def __repr__(self) -> str:
-        return f"Positions({tuple(self._range)!r})" if len(self) <= 8 else \
-            f"Positions({self._range.start}…{self._range.stop - 1})"
-
-
-@dataclass(frozen=True)
-class AppendResult:
-    positions: Positions
-    "Positions of the events written, in order."
-    skipped_ids: tuple[str, ...] = ()
-    "Ids that were already stored (idempotent re-append): reported, not duplicated."
-    blobs_stored: tuple[str, ...] = ()
-    followed: Positions = field(default_factory=lambda: Positions(1, 0))
-    "Positions of the events the append's ``tap`` added after them (its decisions)."
-
-    @property
-    def appended(self) -> int:
-        return len(self.positions)
-
-
-class Tap(Protocol):
-    """Follows an append inside its transaction (``append_with(..., tap=)``)."""
-
-    def written(self, position: int, version: int, new: Any, digest: str) -> None:
-        """One event was written at ``position`` (its stream version, the event, its hash)."""
-
-    def then(self, view: WriteView, result: AppendResult) -> Sequence[NewEvent]:
-        """The events to append after the batch, in the same transaction (may be empty)."""
-
-    # Optional: ``settled(view)`` is called once everything (the batch and what ``then``
-    # returned) is written, still inside the transaction (the ingest keeps the audit index).
-
-
-@dataclass
-class WriteView:
-    """What a builder may see inside the write transaction of ``append_with``."""
-
-    conn: Connection
-    head_position: int
-    recorded_at: str
-    store: EventStore = field(repr=False)
-
-    def read(self, **filters: Any) -> list[StoredEvent]:
-        return self.store._read(self.conn, **filters)
-
-    def has_event(self, event_id: str) -> bool:
-        return bool(self.store._existing_ids(self.conn, [event_id]))
-
-
-class EventStore(StoreConnections, LogReads):
+class EventStore(StoreConnections, LogReads, RowsIO):
     """An event log in a SQL database (SQLite file by default)."""
 
     COPY_MIN_ROWS = COPY_MIN_ROWS
@@ -425,100 +330,6 @@ class EventStore(StoreConnections, LogReads):
             for row in rows:
                 put(row)
 
-    def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
-        stored: list[str] = []
-        for data in blob_data:
-            sha = hashlib.sha256(data).hexdigest()
-            present = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == sha)).first()
-            if present is None:
-                if not self._stream_blob(conn, sha, data):
-                    conn.execute(blobs.insert(),
-                                 {"sha256": sha, "size": len(data), "data": data})
-            stored.append(sha)
-        return stored
-
-    def _stream_blob(self, conn: Connection, sha: str, data: bytes) -> bool:
-        """Write a large capture into SQLite piece by piece (incremental blob I/O, in the
-        same transaction): bound as one parameter, SQLite would hold its own copies of the
-        whole capture -- as large as the input -- at the ingest's peak."""
-        driver = conn.connection.driver_connection
-        if (self._dialect != "sqlite" or len(data) <= _BLOB_PIECE or driver is None
-                or not hasattr(driver, "blobopen")):
-            return False
-        conn.exec_driver_sql("INSERT INTO ts_blobs (sha256, size, data) VALUES "
-                             f"({self._mark}, {self._mark}, zeroblob({self._mark}))",
-                             (sha, len(data), len(data)))
-        rowid = conn.exec_driver_sql(f"SELECT rowid FROM ts_blobs WHERE sha256 = {self._mark}",
-                                     (sha,)).scalar_one()
-        view = memoryview(data)
-        with driver.blobopen("ts_blobs", "data", rowid) as blob:
-            for start in range(0, len(data), _BLOB_PIECE):
-                blob.write(view[start:start + _BLOB_PIECE])
-        return True
-
-    # -- export and import (rows exactly as stored) -----------------------------------
-
-    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 5000,
-                  ) -> Iterator[dict[str, Any]]:
-        """Rows exactly as stored (payload text, recorded-at, hash), in position order:
-        driver tuples in batches of ``batch_size`` (keyset on position, so memory holds
-        one batch), no per-row SQLAlchemy result processing."""
-        from tracestore.store.reads import ROW_COLUMNS, _COLUMN_NAMES
-
-        mark = self._mark
-        sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE position > {mark}"
-               + (f" AND trace_id = {mark}" if trace_id is not None else "")
-               + f" ORDER BY position LIMIT {int(batch_size)}")
-        last = 0
-        while True:
-            params = (last,) if trace_id is None else (last, trace_id)
-            rows = self.fetch_driver(sql, params, during="in iter_rows")
-            for row in rows:
-                yield dict(zip(_COLUMN_NAMES, row))
-            if len(rows) < batch_size:
-                return
-            last = rows[-1][0]
-
-    def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
-                    *, same_hashes: bool, batch_size: int = 1000) -> tuple[int, str]:
-        """Load exported rows into an EMPTY store in one transaction; (count, head hash).
-
-        Ids, streams, versions, recorded-at times and payload text are kept as given;
-        positions are numbered from 1 in the order given and the chain is computed anew.
-        With ``same_hashes`` (a complete, unredacted export) every recomputed hash must
-        equal the exported one, so the imported log is the exported log, byte for byte.
-        """
-        count, prev_hash = 0, GENESIS_HASH
-        try:
-            with paused_gc(), self._writer.begin() as conn:
-                if self._head(conn)[0] != 0:
-                    raise StoreError("import needs an empty store; this one already holds "
-                                     "events", code="store_not_empty")
-                batch: list[tuple[Any, ...]] = []
-                for row in rows:
-                    count += 1
-                    digest = chain_hash(prev_hash, count, row["id"], row["stream"],
-                                        row["version"], row["type"], row["schema_version"],
-                                        row["recorded_at"], row["trace_id"],
-                                        row["payload"].encode("utf-8"))
-                    if same_hashes and digest != row["hash"]:
-                        raise InputError(f"event {count} of the export does not hash to its "
-                                         "recorded hash: the file was changed",
-                                         code="export_hash_mismatch", position=count)
-                    batch.append((count, row["id"], row["stream"], row["version"],
-                                  row["type"], row["schema_version"], row["recorded_at"],
-                                  row["trace_id"], row["payload"], digest))
-                    prev_hash = digest
-                    if len(batch) >= batch_size:
-                        self._write_rows(conn, batch)
-                        batch = []
-                if batch:
-                    self._write_rows(conn, batch)
-                self._put_blobs(conn, list(blob_data))
-        except IntegrityError as exc:
-            raise StoreError(f"the database refused the import: {exc.orig}",
-                             code="import_refused") from exc
-        return count, prev_hash
 
 def _refused(exc: IntegrityError) -> StoreError:
     return StoreError(f"the database refused the append: {exc.orig}", code="append_refused")

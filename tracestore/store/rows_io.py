@@ -1,0 +1,129 @@
+"""Blobs and whole rows: a capture's bytes stored once by content hash (streamed into SQLite
+piece by piece when large), and the export/import of rows exactly as stored.  A mixin of
+``EventStore`` (``store/log.py``), which supplies the connections and the row writer."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, Engine, select
+from sqlalchemy.exc import IntegrityError
+
+from tracestore.errors import InputError, StoreError
+from tracestore.store.bulk import paused_gc
+from tracestore.store.schema import blobs
+from tracestore.store.verify import GENESIS_HASH, chain_hash
+
+_BLOB_PIECE = 1 << 20  # bytes per write when a large capture is streamed into SQLite
+
+
+class RowsIO:
+    """Blob writes and row export/import for ``EventStore``."""
+
+    if TYPE_CHECKING:  # supplied by EventStore and its other bases
+        _dialect: str
+        _mark: str
+
+        @property
+        def _writer(self) -> Engine: ...
+        def _head(self, conn: Connection) -> tuple[int, str]: ...
+        def _write_rows(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None: ...
+        def fetch_driver(self, sql: str, params: tuple[Any, ...], *,
+                         during: str) -> list[Any]: ...
+
+    def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
+        stored: list[str] = []
+        for data in blob_data:
+            sha = hashlib.sha256(data).hexdigest()
+            present = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == sha)).first()
+            if present is None:
+                if not self._stream_blob(conn, sha, data):
+                    conn.execute(blobs.insert(),
+                                 {"sha256": sha, "size": len(data), "data": data})
+            stored.append(sha)
+        return stored
+
+    def _stream_blob(self, conn: Connection, sha: str, data: bytes) -> bool:
+        """Write a large capture into SQLite piece by piece (incremental blob I/O, in the
+        same transaction): bound as one parameter, SQLite would hold its own copies of the
+        whole capture -- as large as the input -- at the ingest's peak."""
+        driver = conn.connection.driver_connection
+        if (self._dialect != "sqlite" or len(data) <= _BLOB_PIECE or driver is None
+                or not hasattr(driver, "blobopen")):
+            return False
+        conn.exec_driver_sql("INSERT INTO ts_blobs (sha256, size, data) VALUES "
+                             f"({self._mark}, {self._mark}, zeroblob({self._mark}))",
+                             (sha, len(data), len(data)))
+        rowid = conn.exec_driver_sql(f"SELECT rowid FROM ts_blobs WHERE sha256 = {self._mark}",
+                                     (sha,)).scalar_one()
+        view = memoryview(data)
+        with driver.blobopen("ts_blobs", "data", rowid) as blob:
+            for start in range(0, len(data), _BLOB_PIECE):
+                blob.write(view[start:start + _BLOB_PIECE])
+        return True
+
+    # -- export and import (rows exactly as stored) -----------------------------------
+
+    def iter_rows(self, *, trace_id: str | None = None, batch_size: int = 5000,
+                  ) -> Iterator[dict[str, Any]]:
+        """Rows exactly as stored (payload text, recorded-at, hash), in position order:
+        driver tuples in batches of ``batch_size`` (keyset on position, so memory holds
+        one batch), no per-row SQLAlchemy result processing."""
+        from tracestore.store.reads import ROW_COLUMNS, _COLUMN_NAMES
+
+        mark = self._mark
+        sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE position > {mark}"
+               + (f" AND trace_id = {mark}" if trace_id is not None else "")
+               + f" ORDER BY position LIMIT {int(batch_size)}")
+        last = 0
+        while True:
+            params = (last,) if trace_id is None else (last, trace_id)
+            rows = self.fetch_driver(sql, params, during="in iter_rows")
+            for row in rows:
+                yield dict(zip(_COLUMN_NAMES, row))
+            if len(rows) < batch_size:
+                return
+            last = rows[-1][0]
+
+    def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
+                    *, same_hashes: bool, batch_size: int = 1000) -> tuple[int, str]:
+        """Load exported rows into an EMPTY store in one transaction; (count, head hash).
+
+        Ids, streams, versions, recorded-at times and payload text are kept as given;
+        positions are numbered from 1 in the order given and the chain is computed anew.
+        With ``same_hashes`` (a complete, unredacted export) every recomputed hash must
+        equal the exported one, so the imported log is the exported log, byte for byte.
+        """
+        count, prev_hash = 0, GENESIS_HASH
+        try:
+            with paused_gc(), self._writer.begin() as conn:
+                if self._head(conn)[0] != 0:
+                    raise StoreError("import needs an empty store; this one already holds "
+                                     "events", code="store_not_empty")
+                batch: list[tuple[Any, ...]] = []
+                for row in rows:
+                    count += 1
+                    digest = chain_hash(prev_hash, count, row["id"], row["stream"],
+                                        row["version"], row["type"], row["schema_version"],
+                                        row["recorded_at"], row["trace_id"],
+                                        row["payload"].encode("utf-8"))
+                    if same_hashes and digest != row["hash"]:
+                        raise InputError(f"event {count} of the export does not hash to its "
+                                         "recorded hash: the file was changed",
+                                         code="export_hash_mismatch", position=count)
+                    batch.append((count, row["id"], row["stream"], row["version"],
+                                  row["type"], row["schema_version"], row["recorded_at"],
+                                  row["trace_id"], row["payload"], digest))
+                    prev_hash = digest
+                    if len(batch) >= batch_size:
+                        self._write_rows(conn, batch)
+                        batch = []
+                if batch:
+                    self._write_rows(conn, batch)
+                self._put_blobs(conn, list(blob_data))
+        except IntegrityError as exc:
+            raise StoreError(f"the database refused the import: {exc.orig}",
+                             code="import_refused") from exc
+        return count, prev_hash
