@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
-from typing import Any
+from typing import Any, Self
 
 from tracestore.errors import InputError
 
@@ -96,31 +96,25 @@ def _config(app: Any, **options: Any) -> Any:
                           log_level="warning", **options)
 
 
-class RunningProxy:
-    """A proxy served from a thread: ``with RunningProxy(app) as proxy: proxy.url``."""
+class UvicornThread:
+    """A uvicorn server on a bound socket, run from a daemon thread: entering starts it
+    (waiting up to 10 s until it listens), leaving stops it and closes the socket.  The
+    proxy's and the desk's in-process servers (tests, benches, ``RunningDesk``)."""
 
-    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
-        import uvicorn
-
-        self.app = app
-        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets, and
-        # without it each response's first chunk waits for the client's delayed ACK (40 ms)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind((host, port))
-        self.server = uvicorn.Server(_config(app))
-        self.thread = threading.Thread(target=self.server.run,
-                                       kwargs={"sockets": [self.sock]}, daemon=True)
+    def __init__(self, server: Any, sock: socket.socket) -> None:
+        self.server, self.sock = server, sock
+        self.thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                       daemon=True)
 
     @property
     def url(self) -> str:
         host, port = self.sock.getsockname()[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> RunningProxy:
-        self.thread.start()
+    def __enter__(self) -> Self:
         import time
 
+        self.thread.start()
         deadline = time.monotonic() + 10
         while not self.server.started and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -130,6 +124,21 @@ class RunningProxy:
         self.server.should_exit = True
         self.thread.join(10)
         self.sock.close()
+
+
+class RunningProxy(UvicornThread):
+    """A proxy served from a thread: ``with RunningProxy(app) as proxy: proxy.url``."""
+
+    def __init__(self, app: Any, host: str = "127.0.0.1", port: int = 0) -> None:
+        import uvicorn
+
+        self.app = app
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on such sockets, and
+        # without it each response's first chunk waits for the client's delayed ACK (40 ms)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        super().__init__(uvicorn.Server(_config(app)), sock)
 
 
 #: Bytes the proxy's upstream connections read at once (httpcore reads 64 KiB: a 64 KiB

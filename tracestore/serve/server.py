@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from typing import Any
+
+from tracestore.proxy.server import UvicornThread
 
 
 def _config(app: Any, **options: Any) -> Any:
@@ -34,30 +34,10 @@ def serve(app: Any, sock: socket.socket) -> None:
     uvicorn.Server(_config(app)).run(sockets=[sock])
 
 
-class RunningDesk:
+class RunningDesk(UvicornThread):
     """``with RunningDesk(app, sock) as desk: desk.url`` -- the desk served from a thread."""
 
     def __init__(self, app: Any, sock: socket.socket) -> None:
         import uvicorn
 
-        self.sock = sock
-        self.server = uvicorn.Server(_config(app))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]},
-                                       daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self.sock.getsockname()[:2]
-        return f"http://{host}:{port}"
-
-    def __enter__(self) -> RunningDesk:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        self.sock.close()
+        super().__init__(uvicorn.Server(_config(app)), sock)
