@@ -265,14 +265,14 @@ def test_a_large_capture_is_streamed_into_sqlite_and_rolls_back_with_its_append(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tracestore.errors import ExpectedVersionConflict
     from tracestore.events import LocalStopped, NewEvent
-    from tracestore.store import log
+    from tracestore.store import log, rows_io
 
     streamed: list[bool] = []
     original = log.EventStore._stream_blob
     monkeypatch.setattr(log.EventStore, "_stream_blob", lambda self, *a: streamed.append(
         original(self, *a)) or streamed[-1])
 
-    data = bytes(range(256)) * (3 * log._BLOB_PIECE // 256) + b"tail"  # 3 pieces and a bit
+    data = bytes(range(256)) * (3 * rows_io._BLOB_PIECE // 256) + b"tail"  # 3 pieces and a bit
     stop = NewEvent("attempt:a", LocalStopped(attempt_id="a"), id="s1")
     with EventStore(f"sqlite:///{tmp_path / 'b.db'}") as store:
         with pytest.raises(ExpectedVersionConflict):
