@@ -21,6 +21,9 @@ from tracestore.store.log import EventStore
 
 from conftest import FIXTURES
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 WILD = FIXTURES / "wild"
 TASK = {"answer_patterns": ["."]}
 DONE_ONLY = ["openai-chat/llm__tools_streaming_variant_a.sse",

@@ -21,6 +21,9 @@ from tracestore.store.log import EventStore
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 REAL = FIXTURES / "real"
 RESPONSES = REAL / "openai-responses" / "text-gpt-4o.sse"
 CHAT = REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse"

@@ -15,6 +15,9 @@ import pytest
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 REPO = Path(__file__).resolve().parents[1]
 REAL = FIXTURES / "real"
 

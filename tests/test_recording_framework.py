@@ -18,6 +18,9 @@ from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 from test_recording_turns import rec, server  # noqa: F401  (the same fixtures)
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 langchain_openai = pytest.importorskip("langchain_openai", reason="langchain-openai is a "
                                        "test extra (pip install -e '.[test]')")
 

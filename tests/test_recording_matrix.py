@@ -34,6 +34,9 @@ from tracestore.recording.httpx_capture import AsyncRecordingTransport, Recordin
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 REAL = FIXTURES / "real"
 #: A Chat Completions stream that ends with ``data: [DONE]`` and no ``finish_reason``
 #: (Snowflake's OpenAI-compatible endpoint, recorded by pydantic-ai: fixtures/wild).

@@ -22,6 +22,9 @@ from tracestore.recording.httpx_capture import AsyncRecordingTransport, Recordin
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 REAL = FIXTURES / "real"
 PARIS = json.loads((FIXTURES / "tasks" / "paris.json").read_text())
 ANTHROPIC = REAL / "anthropic" / "text-basic.sse"

@@ -19,6 +19,9 @@ from tracestore.recording.turn import attempt_of, current_turn
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
 
+# full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 REAL = FIXTURES / "real"
 CHAT = REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse"
 ANTHROPIC = REAL / "anthropic" / "text-basic.sse"
