@@ -26,13 +26,14 @@ import httpx2 as httpx
 import pytest
 
 from tracestore import Recorder
-from tracestore.events import CaptureSegment, FrameReceived, TaskRule
+from tracestore.events import FrameReceived, TaskRule
 from tracestore.ingest import plan_ingest
 from tracestore.projections.release import decide_release
 from tracestore.recording.httpx_capture import AsyncRecordingTransport, RecordingTransport
 
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
+from test_recording_sdk import frames_of  # the frames as the SDK tests compare them
 
 # full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
 pytestmark = pytest.mark.usefixtures("frozen_heap")
@@ -216,17 +217,6 @@ class Session:
     def attempts(self) -> list[Any]:
         self.recording.flush()
         return list(self.recording.attempts)
-
-
-def frames_of(rec: Recorder, attempt_id: str) -> list[tuple]:
-    out, segment = [], None
-    for stored in rec.store.read(attempt_id=attempt_id):
-        event = stored.event
-        if isinstance(event, CaptureSegment):
-            segment = event
-        elif isinstance(event, FrameReceived):
-            out.append((event.index, event.native, event.kinds, segment.offset + event.offset))
-    return out
 
 
 def ingested(path: Path):
