@@ -15,6 +15,7 @@ Contract (each point is tested in tests/test_store_*.py):
 
 from __future__ import annotations
 
+import functools
 import dataclasses
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -157,19 +158,14 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             with paused_gc(), self._writer.begin() as conn:
                 self._lock(conn)
                 for index, build in enumerate(builds):
-                    savepoint = conn.begin_nested()
-                    try:
+                    def run(index: int = index, build: Any = build) -> AppendResult:
                         tap = taps[index] if index < len(taps) else None
                         result = self._append_in(conn, build, {}, tap)
                         if check is not None:
                             check(index, result)
-                    except (TracestoreError, IntegrityError) as exc:
-                        savepoint.rollback()
-                        outcomes.append(_refused(exc) if isinstance(exc, IntegrityError)
-                                        else exc)
-                        continue
-                    savepoint.commit()
-                    outcomes.append(result)
+                        return result
+
+                    outcomes.append(_savepointed(conn, run))
         except DBAPIError as exc:
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
@@ -195,18 +191,11 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     if key in failed:
                         outcomes.append(failed[key])
                         continue
-                    savepoint = conn.begin_nested()
-                    try:
-                        result = self._append_in(conn, _given(batch, blob_data),
-                                                 expected or {})
-                    except (TracestoreError, IntegrityError) as exc:
-                        savepoint.rollback()
-                        error = _refused(exc) if isinstance(exc, IntegrityError) else exc
-                        failed[key] = error
-                        outcomes.append(error)
-                        continue
-                    savepoint.commit()
-                    outcomes.append(result)
+                    outcome = _savepointed(conn, functools.partial(
+                        self._append_in, conn, _given(batch, blob_data), expected or {}))
+                    if isinstance(outcome, TracestoreError):
+                        failed[key] = outcome
+                    outcomes.append(outcome)
         except DBAPIError as exc:
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
@@ -329,6 +318,21 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         with self._row_sink(conn, len(rows)) as put:
             for row in rows:
                 put(row)
+
+
+def _savepointed(conn: Connection, run: Callable[[], AppendResult],
+                 ) -> AppendResult | TracestoreError:
+    """``run()`` under a savepoint: its result, or -- rolled back to the savepoint -- the
+    typed error it raised (rows the database refused: ``append_refused``).  The
+    transaction goes on either way; any other exception ends it."""
+    savepoint = conn.begin_nested()
+    try:
+        result = run()
+    except (TracestoreError, IntegrityError) as exc:
+        savepoint.rollback()
+        return _refused(exc) if isinstance(exc, IntegrityError) else exc
+    savepoint.commit()
+    return result
 
 
 def _refused(exc: IntegrityError) -> StoreError:
