@@ -36,7 +36,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import make_big_projection  # noqa: E402  (bench/ingest.py, same input)
+from ingest import make_big_projection, run_lib  # noqa: E402  (bench/ingest.py: same input, same call)
 
 COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at, trace_id, "
            "payload, hash")
@@ -66,19 +66,6 @@ def drop_db(url: str) -> None:
 
 def libpq(url: str) -> str:
     return url.replace("postgresql+psycopg://", "postgresql://", 1)
-
-
-def run_lib(path: Path, db: str) -> int:
-    from tracestore.ingest import plan_ingest
-    from tracestore.ingest.pipeline import append_plan
-    from tracestore.store.bulk import paused_gc
-    from tracestore.store.log import EventStore
-
-    data = path.read_bytes()
-    with paused_gc():
-        plan = plan_ingest(data, filename=path.name)
-    with EventStore(db) as store:
-        return append_plan(store, plan).appended
 
 
 def load_rows(source: str) -> tuple[list[tuple], list[tuple]]:
