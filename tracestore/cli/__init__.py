@@ -75,6 +75,14 @@ def main() -> None:
     # or unknown (then Click lists every command, so all are registered).
     home = COMMAND_HOMES.get(sys.argv[1]) if len(sys.argv) > 1 else None
     app = register((home,) if home else _COMMAND_MODULES)
+    # Everything loaded so far (Typer, Click, the command's module) lives as long as the
+    # process: move it out of the collector's sight.  A command's own imports (SQLAlchemy,
+    # pydantic, the models) then trigger young collections that no longer rescan those
+    # long-lived objects: the full collections of start-up were ~15% of `release --json`.
+    # The collector still runs for everything allocated from here on.
+    import gc
+
+    gc.freeze()
     try:
         app(prog_name="tracestore")  # also under python -m tracestore
     except Exception as exc:  # noqa: BLE001 - last resort: bugs, not bad input

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracestore.contracts.binding import context_of, inconsistency
-from tracestore.contracts.judge import ReplyVerdict, judge_reply
 from tracestore.events import (
     AttemptStarted, SemanticJudged, StoredEvent, TaskRevised, TaskRule, TraceOpened,
 )
@@ -29,6 +27,9 @@ from tracestore.projections.attempt import AttemptFold, AttemptView, start_fold,
 # The judges of apis that are not provider streams (agent runs), by name: see judges.py.
 from tracestore.projections.judges import JUDGES, LAZY_JUDGES, register_judge  # noqa: F401
 from tracestore.projections.semantics import Judgement, judge, sha256_text
+
+if TYPE_CHECKING:  # loaded by _structured_outcome, with the first structured reply
+    from tracestore.contracts.judge import ReplyVerdict
 
 _DRAIN_REASON = {"eof": R.DRAIN_EOF, "error": R.DRAIN_ERROR, "reset": R.DRAIN_RESET}
 
@@ -220,6 +221,10 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
         return _Outcome(R.HELD, (R.EMPTY_ANSWER,))  # seed 004's ``empty`` state
     if contract is None:
         return _Outcome(R.HELD, (R.NO_CONTRACT,))
+    # The contract judge loads with the first structured reply (a text attempt never does).
+    from tracestore.contracts.binding import context_of, inconsistency
+    from tracestore.contracts.judge import judge_reply
+
     binding = fold.bindings.binding
     problem = inconsistency(binding) if binding is not None else None
     if problem is not None:  # seed 000: a binding is checked before use (issue 19)

@@ -1,23 +1,33 @@
 """Provider normalizers: native stream events → provider-neutral observations.
 
-Importing this package registers every provider (see :data:`PROVIDERS`).
+Each provider module registers itself when imported; ``make_normalizer`` imports the
+provider it is asked for, and ``PROVIDERS`` (from this package) is the full registry.
 """
 
+from typing import Any
+
 from tracestore.providers.observations import OBSERVATION_KINDS, Observation, ObservationKind
-from tracestore.providers.base import (PROVIDER_NAMES, PROVIDERS, Normalizer, NormalizerProtocol,
+from tracestore.providers.base import (PROVIDER_NAMES, Normalizer, NormalizerProtocol,
                                        make_normalizer, normalize_all)
-# Importing each provider module registers it.
-from tracestore.providers import openai_responses as _openai_responses  # noqa: F401
-from tracestore.providers import openai_chat as _openai_chat  # noqa: F401
-from tracestore.providers import anthropic as _anthropic  # noqa: F401
-from tracestore.providers import bedrock as _bedrock  # noqa: F401
-from tracestore.providers import gemini as _gemini  # noqa: F401
-from tracestore.providers import xai as _xai  # noqa: F401
-from tracestore.providers import ollama as _ollama  # noqa: F401
-from tracestore.providers import app_frames as _app_frames  # noqa: F401
-from tracestore.providers import faq_endpoint as _faq_endpoint  # noqa: F401
-from tracestore.providers.app_frames import binding_digest
-from tracestore.providers.bedrock import bedrock_native_from_message
+
+# A provider module registers itself when imported; ``make_normalizer`` imports the one it
+# is asked for (``base.PROVIDER_MODULES``), so reading one API's attempts loads one
+# normalizer.  ``PROVIDERS`` from here is the full registry (every provider imported).
+_LAZY = {"binding_digest": "app_frames", "bedrock_native_from_message": "bedrock"}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "PROVIDERS":
+        from tracestore.providers import base
+
+        base._ensure_loaded()
+        return base.PROVIDERS
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"tracestore.providers.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'tracestore.providers' has no attribute {name!r}")
+
 
 __all__ = [
     "OBSERVATION_KINDS", "Observation", "ObservationKind", "PROVIDER_NAMES", "PROVIDERS",

@@ -72,15 +72,30 @@ def register(name: str) -> Callable[[N], N]:
     return wrap
 
 
-def _ensure_loaded() -> None:
-    # Importing the package imports every provider module, which registers it.
-    import tracestore.providers  # noqa: F401
+#: The module of each provider (under ``tracestore.providers``): importing it registers it.
+PROVIDER_MODULES: dict[str, str] = {
+    "openai-responses": "openai_responses", "openai-chat": "openai_chat",
+    "anthropic-messages": "anthropic", "bedrock-converse-stream": "bedrock",
+    "gemini": "gemini", "xai": "xai", "ollama": "ollama", "app-frames": "app_frames",
+    "faq-endpoint": "faq_endpoint",
+}
+
+
+def _ensure_loaded(provider: str | None = None) -> None:
+    """Register ``provider`` (every provider when None) by importing its module: a
+    command that reads one API's attempts loads one normalizer, not nine."""
+    import importlib
+
+    names = PROVIDER_NAMES if provider is None else (provider,)
+    for name in names:
+        if name not in PROVIDERS and name in PROVIDER_MODULES:
+            importlib.import_module(f"tracestore.providers.{PROVIDER_MODULES[name]}")
 
 
 def make_normalizer(provider: str, **options: Any) -> Normalizer:
     """A fresh normalizer for ``provider`` (options go to its constructor, e.g. app-frames'
     ``expected_binding``).  Unknown names raise ``InputError(code="unknown_provider")``."""
-    _ensure_loaded()
+    _ensure_loaded(provider)
     cls = PROVIDERS.get(provider)
     if cls is None:
         raise InputError(
