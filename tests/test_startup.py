@@ -147,3 +147,89 @@ def test_running_one_command_registers_only_its_module() -> None:
     # release_cmds reads input through store_cmds; nothing else is loaded.
     assert sorted(m for m in modules if m.endswith("_cmds")) == [
         "tracestore.cli.release_cmds", "tracestore.cli.store_cmds"]
+
+
+def one_attempt_store(tmp_path: Path) -> Path:
+    db = tmp_path / "s.db"
+    capture = Path(__file__).resolve().parent.parent / "fixtures/real/anthropic/text-basic.sse"
+    subprocess.run([sys.executable, "-m", "tracestore", "ingest", str(capture), "--attempt", "a1",
+                    "--db", str(db), "--json"], check=True, capture_output=True, timeout=60)
+    return db
+
+
+# Issue 25: what the three read commands of bench/startup.py load, on a store at SCHEMA_HEAD.
+BUILT_PROBE = PROBE.replace("from tracestore.cli import main", """import gc
+import typer.main
+built = []
+_build = typer.main.get_command_from_info
+def _counted(command_info, **kw):
+    built.append(command_info.name or command_info.callback.__name__.replace("_", "-"))
+    return _build(command_info, **kw)
+typer.main.get_command_from_info = _counted
+from tracestore.cli import main""").replace(
+    '"modules": sorted(sys.modules)',
+    '"modules": sorted(sys.modules), "built": built, "frozen": gc.get_freeze_count()')
+
+
+def run_counted(*args: str) -> tuple[str, int, dict[str, object]]:
+    done = subprocess.run([sys.executable, "-c", BUILT_PROBE, json.dumps(list(args))],
+                          capture_output=True, text=True, timeout=60, check=False)
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return done.stdout, report["code"], report
+
+
+@pytest.mark.parametrize("args", [("release", "a1", "--json"),
+                                  ("events", "--attempt", "a1", "--json"),
+                                  ("review", "a1", "--format", "json")])
+def test_a_read_command_on_a_store_at_head_loads_no_migrations_rich_or_other_provider(
+        tmp_path: Path, args: tuple[str, ...]) -> None:
+    db = one_attempt_store(tmp_path)
+    out, code, report = run_counted(*args, "--db", str(db))
+    modules = set(report["modules"])  # type: ignore[arg-type]
+    assert code == 0 and json.loads(out.splitlines()[0])
+    # The schema is checked by one plain sqlite3 statement: no Alembic, no engine's
+    # inspection; nothing printed through Rich; no normalizer but the attempt's own
+    # provider's (Anthropic here); no contract judge for a text attempt.
+    assert sorted(m for m in modules if m.split(".")[0] in ("alembic", "rich")) == []
+    providers = {m for m in modules if m.startswith("tracestore.providers.")}
+    assert providers <= {"tracestore.providers.base", "tracestore.providers.observations",
+                         "tracestore.providers.anthropic"}
+    assert "tracestore.contracts.judge" not in modules
+    # Typer builds the one command that runs (not its module's other commands), and the
+    # start-up heap was frozen before the command's own imports.
+    assert report["built"] == [args[0]]
+    assert report["frozen"] > 0
+
+
+def test_the_entry_point_runs_the_same_command_as_the_whole_app(tmp_path: Path) -> None:
+    # main() hands Typer a copy of the app holding only the command it runs: the output,
+    # the help and the usage errors are those of the whole app (every command registered).
+    whole_app = PROBE.replace("from tracestore.cli import main",
+                              "from tracestore.cli import app\n"
+                              "def main(): app(prog_name='tracestore')")
+    db = str(one_attempt_store(tmp_path))
+    for args in (["release", "a1", "--json", "--db", db], ["release", "--help"],
+                 ["release", "--bogus", "--json"], ["audit", "--help"],
+                 ["destination", "--help"], ["events", "--attempt", "nope", "--db", db]):
+        done = [subprocess.run([sys.executable, "-c", probe, json.dumps(args)],
+                               capture_output=True, text=True, timeout=60, check=False)
+                for probe in (PROBE, whole_app)]
+        ours, whole = ((d.stdout, d.stderr.strip().splitlines()[:-1],
+                        json.loads(d.stderr.strip().splitlines()[-1])["code"]) for d in done)
+        assert ours == whole, args
+
+
+def test_a_normalizer_loads_only_its_own_provider_module() -> None:
+    probe = ("import sys; from tracestore.providers import make_normalizer; "
+             "make_normalizer('anthropic-messages'); "
+             "print(sorted(m for m in sys.modules if m.startswith('tracestore.providers.')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert json.loads(done.stdout.replace("'", '"')) == [
+        "tracestore.providers.anthropic", "tracestore.providers.base",
+        "tracestore.providers.observations"]
+    # The full registry is still there for whoever asks for it.
+    from tracestore.providers import PROVIDER_NAMES, PROVIDERS
+    from tracestore.providers.base import PROVIDER_MODULES
+
+    assert sorted(PROVIDERS) == sorted(PROVIDER_NAMES) == sorted(PROVIDER_MODULES)

@@ -54,6 +54,21 @@ def register(modules: tuple[str, ...] = _COMMAND_MODULES) -> Any:
     return _common.app
 
 
+def only_command(app: Any, name: str) -> Any:
+    """A copy of ``app`` holding only the command (or command group) ``name``: Typer turns
+    every registered command's signature into Click parameters on each start, and a
+    module registers several (``release_cmds``: release, replay, audit).  Running
+    ``name`` sees the same command, help and errors; ``app`` itself is left whole."""
+    import copy
+
+    lone = copy.copy(app)
+    lone.registered_commands = [
+        info for info in app.registered_commands
+        if (info.name or info.callback.__name__.replace("_", "-")) == name]
+    lone.registered_groups = [group for group in app.registered_groups if group.name == name]
+    return lone
+
+
 def __getattr__(name: str) -> Any:
     if name == "app":
         return register()
@@ -75,6 +90,8 @@ def main() -> None:
     # or unknown (then Click lists every command, so all are registered).
     home = COMMAND_HOMES.get(sys.argv[1]) if len(sys.argv) > 1 else None
     app = register((home,) if home else _COMMAND_MODULES)
+    if home:
+        app = only_command(app, sys.argv[1])
     # Everything loaded so far (Typer, Click, the command's module) lives as long as the
     # process: move it out of the collector's sight.  A command's own imports (SQLAlchemy,
     # pydantic, the models) then trigger young collections that no longer rescan those
@@ -96,4 +113,4 @@ def main() -> None:
         sys.exit(70)
 
 
-__all__ = ["COMMAND_HOMES", "app", "main", "register"]
+__all__ = ["COMMAND_HOMES", "app", "main", "only_command", "register"]
