@@ -195,6 +195,9 @@ def test_a_read_command_on_a_store_at_head_loads_no_migrations_rich_or_other_pro
     assert providers <= {"tracestore.providers.base", "tracestore.providers.observations",
                          "tracestore.providers.anthropic"}
     assert "tracestore.contracts.judge" not in modules
+    # A stream's kinds only: review, agent-run, destination and live-segment models are
+    # defined when a command names them (review does).
+    assert ("tracestore.events.more_models" in modules) == (args[0] == "review")
     # Typer builds the one command that runs (not its module's other commands), and the
     # start-up heap was frozen before the command's own imports.
     assert report["built"] == [args[0]]
@@ -233,3 +236,25 @@ def test_a_normalizer_loads_only_its_own_provider_module() -> None:
     from tracestore.providers.base import PROVIDER_MODULES
 
     assert sorted(PROVIDERS) == sorted(PROVIDER_NAMES) == sorted(PROVIDER_MODULES)
+
+
+def test_the_event_vocabulary_is_whole_though_its_rarer_kinds_load_late() -> None:
+    # events.more_models loads on first use; every name, MODELS and the union are as before.
+    probe = ("import sys, tracestore.events as ev; "
+             "print('tracestore.events.more_models' in sys.modules); "
+             "ev.MODELS['review.approved']; "
+             "print('tracestore.events.more_models' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True, timeout=60)
+    assert done.stdout.split() == ["False", "True"]
+    import typing
+
+    import tracestore.events as ev
+    from tracestore.events.models import EVENT_TYPES, MODELS
+
+    assert all(getattr(ev, name) is not None for name in ev.__all__)
+    assert list(MODELS) == list(EVENT_TYPES) and len(MODELS) == len(EVENT_TYPES)
+    assert [MODELS[t].model_fields["type"].default for t in EVENT_TYPES] == list(EVENT_TYPES)
+    members = typing.get_args(typing.get_args(ev.Event)[0])
+    assert [MODELS[t] for t in EVENT_TYPES] == list(members)
+    assert MODELS.get("no.such.type") is None and "no.such.type" not in MODELS

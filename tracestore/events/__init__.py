@@ -17,6 +17,8 @@ stream names).  Import from ``tracestore.events``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from tracestore.events.codec import (
     SCHEMA_VERSIONS, UPCASTERS, parse_event, parse_event_json, to_json_bytes, upcast,
 )
@@ -25,13 +27,26 @@ from tracestore.events.envelope import (
     trace_stream,
 )
 from tracestore.events.models import (
-    ANSWER_DESTINATIONS, EVENT_TYPES, MODELS, AgentMode, AttemptStarted, CaptureSegment,
-    CaptureStored, ContractBound, Destination, DestinationReadBack, DestinationWritten,
-    DrainOutcome, Event, EvidenceAttached, FrameReceived, FrameRejected, LocalStopped, ModelCalled,
-    ModelDecision, ReleaseDecided, RequestBound, ReviewApproved, ReviewerAdded, ReviewFieldSet,
-    RunFinished, RunGraded, RunOpened, SemanticJudged, StoreSetting, TaskRevised, TaskRule, ToolObserved, TraceOpened,
-    TransportDrained,
+    ANSWER_DESTINATIONS, EVENT_TYPES, MODELS, AttemptStarted, CaptureStored, ContractBound,
+    Destination, DrainOutcome, FrameReceived, FrameRejected, LocalStopped, ReleaseDecided,
+    RequestBound, SemanticJudged, TaskRevised, TaskRule, TraceOpened, TransportDrained,
 )
+
+if TYPE_CHECKING:  # defined in events.more_models, loaded on first use (see models.py)
+    from tracestore.events.models import (
+        AgentMode, CaptureSegment, DestinationReadBack, DestinationWritten, Event,
+        EvidenceAttached, ModelCalled, ModelDecision, ReviewApproved, ReviewerAdded,
+        ReviewFieldSet, RunFinished, RunGraded, RunOpened, StoreSetting, ToolObserved,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    from tracestore.events import models
+
+    if name in models.MORE_MODELS or name == "Event":
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ANSWER_DESTINATIONS", "EVENT_TYPES", "MODELS", "SCHEMA_VERSIONS", "UPCASTERS",

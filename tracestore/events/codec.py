@@ -15,7 +15,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from tracestore.errors import InputError
-from tracestore.events.models import EVENT_TYPES, MODELS, Event
+from tracestore.events.models import EVENT_TYPES, MODELS
 
 SCHEMA_VERSIONS: dict[str, int] = {name: 1 for name in EVENT_TYPES}
 SCHEMA_VERSIONS["model.decision"] = 2
@@ -43,6 +43,8 @@ def upcast(type_name: str, schema_version: int, payload: dict[str, Any]) -> dict
 @functools.cache
 def _event_adapter() -> TypeAdapter[Any]:
     """The discriminated union over every kind (built on first use: it builds them all)."""
+    from tracestore.events.models import Event
+
     return TypeAdapter(Event)
 
 

@@ -2,21 +2,25 @@
 
 Models are built lazily (``defer_build``): a command that reads three event types builds
 three validators, not twenty-four; ``codec`` picks the model by the stored type.
+
+The kinds a stream's release decision never reads (destinations, live segments, agent
+runs, reviews, store settings) are defined in ``more_models`` and imported the first time
+one of them is named or asked for by type (``MODELS``): defining a pydantic class costs
+about as much as reading a small attempt.  Every kind still imports from here (and from
+``tracestore.events``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal, Union
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_serializer
 
+from tracestore.events.model_base import Destination, _Event  # noqa: F401 - re-exported
+
 DrainOutcome = Literal["clean", "eof", "error", "reset"]
-Destination = Literal["progress", "ui", "history", "export", "copy"]
 ANSWER_DESTINATIONS: tuple[str, ...] = ("ui", "history", "export", "copy")
-
-
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class TaskRule(BaseModel):
@@ -81,30 +85,6 @@ class CaptureStored(_Event):
     framing: str
     "``sse``, ``ndjson``, ``json-array``, ``chunks``, ``aws-eventstream``, ``projection``."
     filename: str | None = None
-
-
-class CaptureSegment(_Event):
-    """Raw bytes of a live recording, stored as they arrive (``tracestore.recording``).
-
-    A live stream has no whole-capture hash until it ends, and holding it whole would
-    make memory grow with the stream, so the recorder stores it in content-addressed
-    segments.  Every frame lies inside one segment: ``frame.received`` names the segment's
-    ``sha256`` and its offset *within* the segment, so ``blob[offset:offset + length]``
-    is the frame's exact bytes, as with ``capture.stored``.
-    """
-
-    type: Literal["capture.segment"] = "capture.segment"
-    attempt_id: str
-    sha256: str
-    "Content address of this segment's bytes in the blob table."
-    offset: int
-    "Absolute offset of the segment's first byte in the attempt's byte stream."
-    size: int
-    framing: str
-    final: bool = False
-    "True for the last segment (written when the transport drained)."
-    stream_sha256: str | None = None
-    "On the final segment: sha256 of the whole stream (equals an ingest of the same bytes)."
 
 
 class FrameReceived(_Event):
@@ -181,35 +161,6 @@ class ReleaseDecided(_Event):
     "The task rule version the decision used (1 = the rule ``trace.opened`` holds; None: no rule)."
 
 
-class DestinationWritten(_Event):
-    type: Literal["destination.written"] = "destination.written"
-    attempt_id: str
-    destination: Destination
-    text: str
-    "Exactly what the destination received (fixed progress text for ``progress``)."
-    sha256: str
-    source: Literal["harness", "application"] = "harness"
-    "``harness``: written by tracestore's replay following the policy; ``application``: read from a real app's log."
-    observed_at: str | None = None
-    "Wall-clock time of the write in the application's log, if recorded (never used to order)."
-    shown_as: Literal["cut_off"] | None = None
-    """Issue 18: ``cut_off`` is the application saying it showed this (partial) text marked as
-    cut off after a Stop, which the release policy allows on the UI only.  Left out of the
-    stored JSON while unset, so every write recorded before it keeps its bytes."""
-    OMIT_NONE: ClassVar[tuple[str, ...]] = ("shown_as",)
-
-
-class DestinationReadBack(_Event):
-    """What a destination actually held when the application read it back."""
-
-    type: Literal["destination.read_back"] = "destination.read_back"
-    attempt_id: str
-    destination: Destination
-    text: str
-    sha256: str
-    observed_at: str | None = None
-
-
 class TaskRevised(_Event):
     """A new version of a trace's task rule (version 1 is the one ``trace.opened`` holds)."""
 
@@ -219,100 +170,6 @@ class TaskRevised(_Event):
     "2, 3, …: one more than the newest version before it."
     task: TaskRule
     by: str | None = None
-
-
-class ModelDecision(_Event):
-    """A model's proposed action, or the application's admission / refusal of it (v2).
-
-    ``proposed`` keeps the structured reply exactly as the model returned it; ``admitted`` /
-    ``refused`` repeat it with the application's verdict (``reason`` holds the refusal code,
-    e.g. seed 001's ``unissued_source``).
-    """
-
-    type: Literal["model.decision"] = "model.decision"
-    attempt_id: str
-    stage: Literal["proposed", "admitted", "refused"]
-    decision: dict[str, Any]
-    reason: str | None = None
-    index: int | None = None
-    "v2: the decision's ordinal within its run (0-based), joining proposal and verdict."
-    implied: bool = False
-    "v2: True when the verdict was not logged by the application but follows from its recorded run result (a result file says which actions ran)."
-
-
-AgentMode = Literal["agent", "fixed"]
-
-
-class RunOpened(_Event):
-    """An agent run starts (seed 001): the question, the limits and the model it runs with."""
-
-    type: Literal["run.opened"] = "run.opened"
-    attempt_id: str
-    question: str
-    version: str
-    "The documentation version the run is pinned to (``3.12``)."
-    mode: AgentMode
-    "``agent``: the model selects retrieval; ``fixed``: code searches once and reads."
-    limits: dict[str, int]
-    "model_calls, searches, reads, source_bytes, seconds, as the run was configured."
-    model: str | None = None
-    config: dict[str, Any] | None = None
-    "Generation config as recorded (temperature, thinking level …)."
-    trial_id: str | None = None
-    case_id: str | None = None
-    split: str | None = None
-    repeat: int | None = None
-
-
-class ModelCalled(_Event):
-    """One model request of a run: its digest (when recorded) and usage exactly as reported."""
-
-    type: Literal["model.called"] = "model.called"
-    attempt_id: str
-    index: int
-    "0-based ordinal of the call within its run."
-    request_sha256: str | None = None
-    "sha256 of the request body, when the recording holds it (None: not recorded)."
-    usage: dict[str, Any] | None = None
-    "Provider usage as reported; None when absent (never an invented zero)."
-
-
-class ToolObserved(_Event):
-    """A tool result the application accepted: search metadata, or a read passage."""
-
-    type: Literal["tool.observed"] = "tool.observed"
-    attempt_id: str
-    index: int
-    "0-based ordinal of the observation within its run."
-    tool: Literal["search", "read"]
-    arguments: dict[str, Any]
-    result: dict[str, Any]
-    "search: {query, candidates: [{source_id, rank, version}]}; read: {source_id, version, text, url, text_sha256}."
-
-
-class RunFinished(_Event):
-    """How the run ended, as the application recorded it (re-derived, never trusted)."""
-
-    type: Literal["run.finished"] = "run.finished"
-    attempt_id: str
-    status: Literal["answered", "incomplete", "failed"]
-    reason: str
-    "seed 001's reason: citation_contract_passed, model_stopped, search_limit, a refusal code …"
-    answer: str = ""
-    citations: tuple[dict[str, Any], ...] = ()
-    "[{source_id, quote, url}] as recorded; the URL came from the read record."
-    usage: dict[str, int] | None = None
-    "The run's own counters (model_calls, searches, reads, source_bytes) as recorded."
-    elapsed_seconds: float | None = None
-
-
-class RunGraded(_Event):
-    """Grading checks recorded alongside a run (seed 001's evaluate.py output)."""
-
-    type: Literal["run.graded"] = "run.graded"
-    attempt_id: str
-    checks: dict[str, Any]
-    by: str = "recorded"
 
 
 class ContractBound(_Event):
@@ -352,88 +209,6 @@ class FrameRejected(_Event):
     detail: str | None = None
 
 
-class ReviewFieldSet(_Event):
-    type: Literal["review.field_set"] = "review.field_set"
-    attempt_id: str
-    template: str
-    field: str
-    value: str
-    reviewer: str
-    evidence: tuple[int, ...] = ()
-    OMIT_NONE: ClassVar[tuple[str, ...]] = ("key_id", "signature")
-    key_id: str | None = None
-    "The registered reviewer key that signed this value (None: unsigned)."
-    signature: str | None = None
-    "Ed25519 signature (base64) over the payload without this field."
-
-
-class ReviewApproved(_Event):
-    type: Literal["review.approved"] = "review.approved"
-    attempt_id: str
-    template: str
-    reviewer: str
-    OMIT_NONE: ClassVar[tuple[str, ...]] = ("digest", "override_reason", "key_id",
-                                            "signature")
-    digest: str | None = None
-    "sha256 of the record as approved (field values, evidence, template version)."
-    override_reason: str | None = None
-    "Why the approver approved while a CONFLICT stood (None: no conflict overridden)."
-    key_id: str | None = None
-    "The registered reviewer key that signed this approval (None: unsigned)."
-    signature: str | None = None
-    "Ed25519 signature (base64) over the payload without this field."
-
-
-class EvidenceAttached(_Event):
-    """An external receipt a reviewer attaches to an attempt (issue 21): a provider's
-    cancellation receipt, a UI screenshot's digest, a support ticket id.  The bytes are
-    stored content-addressed in the blob table; this event names them, so it can be cited."""
-
-    type: Literal["evidence.attached"] = "evidence.attached"
-    attempt_id: str
-    kind: str
-    "What the receipt is (``cancellation_receipt``, ``screenshot``, ``ticket`` …)."
-    sha256: str
-    size: int
-    filename: str | None = None
-    by: str | None = None
-    note: str | None = None
-
-
-class ReviewerAdded(_Event):
-    """A reviewer's Ed25519 public key registered with the store (issue 21)."""
-
-    type: Literal["reviewer.added"] = "reviewer.added"
-    name: str
-    key_id: str
-    "sha256 of the raw public key, first 16 hex digits."
-    public_key: str
-    "The public key as PEM (SubjectPublicKeyInfo)."
-
-
-class StoreSetting(_Event):
-    """A store-wide setting, recorded as an event (issue 21: ``unsigned_reviews``)."""
-
-    type: Literal["store.setting"] = "store.setting"
-    name: str
-    value: str
-    by: str | None = None
-    reason: str | None = None
-
-
-Event = Annotated[
-    Union[
-        TraceOpened, AttemptStarted, CaptureStored, FrameReceived, LocalStopped,
-        TransportDrained, SemanticJudged, ReleaseDecided, DestinationWritten, ModelDecision,
-        ReviewFieldSet, ReviewApproved, RunOpened, ModelCalled, ToolObserved, RunFinished,
-        RunGraded,
-        ContractBound, RequestBound, FrameRejected,
-        CaptureSegment, DestinationReadBack, TaskRevised,
-        EvidenceAttached, ReviewerAdded, StoreSetting,
-    ],
-    Field(discriminator="type"),
-]
-
 EVENT_TYPES: tuple[str, ...] = (
     "trace.opened", "attempt.started", "capture.stored", "frame.received", "local.stopped",
     "transport.drained", "semantic.judged", "release.decided", "destination.written",
@@ -444,8 +219,97 @@ EVENT_TYPES: tuple[str, ...] = (
     "evidence.attached", "reviewer.added", "store.setting",
 )
 
-#: The model of each event type, for validating a payload whose type is already known.
-MODELS: dict[str, type[BaseModel]] = {
+#: The names ``more_models`` defines (loaded on first use).
+MORE_MODELS: tuple[str, ...] = (
+    "CaptureSegment", "DestinationWritten", "DestinationReadBack", "ModelDecision",
+    "AgentMode", "RunOpened", "ModelCalled", "ToolObserved", "RunFinished", "RunGraded",
+    "ReviewFieldSet", "ReviewApproved", "EvidenceAttached", "ReviewerAdded", "StoreSetting",
+)
+
+if TYPE_CHECKING:
+    from tracestore.events.more_models import (  # noqa: F401 - re-exported names
+        AgentMode, CaptureSegment, DestinationReadBack, DestinationWritten, EvidenceAttached,
+        ModelCalled, ModelDecision, ReviewApproved, ReviewerAdded, ReviewFieldSet,
+        RunFinished, RunGraded, RunOpened, StoreSetting, ToolObserved,
+    )
+
+    Event = Annotated[
+        Union[
+            TraceOpened, AttemptStarted, CaptureStored, FrameReceived, LocalStopped,
+            TransportDrained, SemanticJudged, ReleaseDecided, DestinationWritten,
+            ModelDecision, ReviewFieldSet, ReviewApproved, RunOpened, ModelCalled,
+            ToolObserved, RunFinished, RunGraded,
+            ContractBound, RequestBound, FrameRejected,
+            CaptureSegment, DestinationReadBack, TaskRevised,
+            EvidenceAttached, ReviewerAdded, StoreSetting,
+        ],
+        Field(discriminator="type"),
+    ]
+
+_CORE: dict[str, type[BaseModel]] = {
     model.model_fields["type"].default: model
-    for model in Event.__origin__.__args__  # type: ignore[attr-defined]
+    for model in (TraceOpened, AttemptStarted, CaptureStored, FrameReceived, LocalStopped,
+                  TransportDrained, SemanticJudged, ReleaseDecided, ContractBound,
+                  RequestBound, FrameRejected, TaskRevised)
 }
+
+
+def _all_models() -> dict[str, type[BaseModel]]:
+    """Every kind by type, in ``EVENT_TYPES`` order (``more_models`` imported)."""
+    from tracestore.events import more_models
+
+    more = [getattr(more_models, name) for name in MORE_MODELS]
+    found = {**_CORE, **{model.model_fields["type"].default: model for model in more
+                         if isinstance(model, type) and issubclass(model, BaseModel)}}
+    return {name: found[name] for name in EVENT_TYPES}
+
+
+class _Models(Mapping[str, "type[BaseModel]"]):
+    """The model of each event type; the kinds of ``more_models`` load when one of them
+    is asked for (or the mapping is iterated)."""
+
+    _all: dict[str, type[BaseModel]] | None = None
+
+    def _full(self) -> dict[str, type[BaseModel]]:
+        if self._all is None:
+            self._all = _all_models()
+        return self._all
+
+    def __getitem__(self, type_name: str) -> type[BaseModel]:
+        model = _CORE.get(type_name)
+        return model if model is not None else self._full()[type_name]
+
+    def get(self, type_name: str, default: Any = None) -> Any:
+        model = _CORE.get(type_name)
+        if model is not None:
+            return model
+        return self._full().get(type_name, default) if type_name in _TYPES else default
+
+    def __contains__(self, type_name: object) -> bool:
+        return type_name in _TYPES
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._full())
+
+    def __len__(self) -> int:
+        return len(EVENT_TYPES)
+
+
+_TYPES = frozenset(EVENT_TYPES)
+
+#: The model of each event type, for validating a payload whose type is already known.
+MODELS: Mapping[str, type[BaseModel]] = _Models()
+
+
+def __getattr__(name: str) -> Any:
+    if name in MORE_MODELS:
+        from tracestore.events import more_models
+
+        return getattr(more_models, name)
+    if name == "Event":
+        # The discriminated union over every kind, members in EVENT_TYPES order.
+        union = Annotated[Union[tuple(_all_models().values())],  # type: ignore[valid-type]
+                          Field(discriminator="type")]
+        globals()["Event"] = union
+        return union
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
