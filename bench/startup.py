@@ -8,7 +8,10 @@ of medians and of best runs is printed:
    (goal: at most 2x);
 2. ``tracestore release ATTEMPT --json``, ``events --attempt ATTEMPT --json`` and
    ``review ATTEMPT --format json`` on a one-attempt store against
-   ``python -c "import sqlalchemy, pydantic, typer"`` (goal: at most 1.3x).
+   ``python -c "import sqlalchemy, pydantic, typer"`` (goal: at most 1.3x);
+3. for reference, the same baseline against a bare Typer app whose one command has
+   ``release``'s four parameters and prints a line (``TYPER_FLOOR``): what Typer's own
+   parsing and per-parameter pydantic coercion cost before tracestore does anything.
 
 Both sides load compiled bytecode: pip wrote the libraries' ``.pyc`` files at install, and
 the bench writes tracestore's before timing (``cache_bytecode``).  Without that, a shell
@@ -31,6 +34,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURE = ROOT / "fixtures" / "real" / "anthropic" / "text-basic.sse"
+
+
+# A Typer app shaped like `tracestore release` (root callback, one command, the same
+# parameter kinds) that does nothing: the share of the 1.3x that Typer takes by itself.
+TYPER_FLOOR = """
+import sys
+from typing import Annotated, Optional
+import sqlalchemy, pydantic, typer
+app = typer.Typer()
+@app.callback()
+def root() -> None: pass
+@app.command()
+def release(attempt: Annotated[str, typer.Argument()],
+            at: Annotated[Optional[int], typer.Option("--at", min=0)] = None,
+            db: Annotated[Optional[str], typer.Option("--db")] = None,
+            as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    sys.stdout.write("{}\\n")
+app(["release", "a1", "--json", "--db", "x.db"])
+"""
 
 
 def tracestore_command() -> list[str]:
@@ -105,6 +127,8 @@ def main() -> None:
         compare("tracestore review a1 --format json",
                 [*ts, "review", "a1", "--format", "json", "--db", db], base, args.rounds,
                 "<= 1.3x")
+        compare("(reference) bare Typer app, same params", [*py, TYPER_FLOOR], base,
+                args.rounds, "none")
 
 
 if __name__ == "__main__":
