@@ -1,4 +1,5 @@
-"""The recording reverse proxy as an ASGI application (Starlette routing, httpx upstream).
+"""The recording reverse proxy as an ASGI application (Starlette parts; the upstream leg on
+httptools, ``network.py``).
 
     app = proxy_app(routes=[("", "https://api.openai.com")], recording=ProxyRecording(rec))
 
@@ -36,6 +37,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import request_response
 
 from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.proxy.network import UpstreamPool, UpstreamResponse
 from tracestore.proxy.writer import ProxyRecording, StreamRecord
 from tracestore.recording.httpx_capture import api_for_path, request_settings
 
@@ -115,12 +117,8 @@ class Proxy:
         self.routes = sorted(((p.rstrip("/"), u.rstrip("/")) for p, u in routes),
                              key=lambda r: -len(r[0]))
         self.recording = recording
-        self.timeout = {"connect": connect_timeout, "read": timeout, "write": timeout,
-                        "pool": timeout}
-        from tracestore.proxy.network import upstream_transport
-
-        self.transport = upstream_transport(max_connections=None,
-                                            max_keepalive_connections=128)
+        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.pool = UpstreamPool()
 
     def target(self, path: str, query: bytes) -> str | None:
         for prefix, base in self.routes:
@@ -166,15 +164,15 @@ class Proxy:
         attempt_id = _header_id(request.headers, ATTEMPT_HEADER) \
             or f"px-{uuid.uuid4().hex[:16]}"
         body = await self._body(receive)
-        upstream = httpx.Request(scope["method"], url, content=body,
-                                 headers=_forwarded(scope["headers"],
-                                                    drop=HOP_BY_HOP | {"host",
-                                                                       "content-length"}),
-                                 extensions={"timeout": self.timeout})
+        headers = _forwarded(scope["headers"], drop=HOP_BY_HOP | {"host", "content-length"})
+        # What the recorder reads of the request (path, User-Agent, settings), as httpx's.
+        upstream = httpx.Request(scope["method"], url, content=body, headers=headers)
         meta = dict(trace_id=trace_id or f"px-trace-{attempt_id}", attempt_id=attempt_id,
                     retry_of=retry_of)
         try:
-            response = await self.transport.handle_async_request(upstream)
+            response = await self.pool.request(scope["method"], url, headers, body,
+                                               connect_timeout=self.connect_timeout,
+                                               timeout=self.timeout)
         except httpx.TimeoutException as exc:
             self._unanswered(upstream, body, meta, exc)
             return _error(504, "upstream_timeout", f"the upstream {upstream.url.host} did not "
@@ -186,7 +184,7 @@ class Proxy:
         try:
             await self._respond(upstream, response, send, receive, meta)
         finally:
-            await response.aclose()  # an unfinished body closes the upstream connection
+            response.close()  # an unfinished body closes the upstream connection
         return None
 
     def _unanswered(self, upstream: httpx.Request, body: bytes, meta: dict,
@@ -202,13 +200,13 @@ class Proxy:
         record.open()
         record.upstream_broke(exc, reset=False)
 
-    async def _respond(self, upstream: httpx.Request, response: httpx.Response, send: Any,
+    async def _respond(self, upstream: httpx.Request, response: UpstreamResponse, send: Any,
                        receive: Any, meta: dict) -> None:
-        ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        ctype = _header(response.headers, b"content-type").split(";", 1)[0].strip().lower()
         streaming = ctype in _STREAM_TYPES or ":streamGenerateContent" in upstream.url.path
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        encoding = _header(response.headers, b"content-encoding", "identity").strip().lower()
         record = None
-        headers = _forwarded(response.headers.raw, drop=HOP_BY_HOP)
+        headers = _forwarded(response.headers, drop=HOP_BY_HOP)
         decode = _Decoded(encoding)
         if streaming and self.recording is not None and (
                 encoding == "identity" or decode.inflate is not None):
@@ -218,7 +216,7 @@ class Proxy:
             headers += [(ATTEMPT_HEADER.encode(), meta["attempt_id"].encode()),
                         (TRACE_HEADER.encode(), meta["trace_id"].encode())]
             record.open()
-        await send({"type": "http.response.start", "status": response.status_code,
+        await send({"type": "http.response.start", "status": response.status,
                     "headers": headers})
         pump = asyncio.ensure_future(self._pump(response, send, record, decode))
         gone = asyncio.ensure_future(_disconnected(receive))
@@ -245,21 +243,30 @@ class Proxy:
         raise UpstreamBroke(f"{type(failure).__name__}: {failure}") from failure
 
     @staticmethod
-    async def _pump(response: httpx.Response, send: Any, record: StreamRecord | None,
+    async def _pump(response: UpstreamResponse, send: Any, record: StreamRecord | None,
                     decode: _Decoded) -> None:
-        async for chunk in response.aiter_raw():
+        # One pass per socket read of the upstream: the pieces it held, sent as one.
+        while pieces := await response.read():
+            chunk = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if record is not None:
                 record.received(decode(chunk))
                 await record.backpressure()
 
     async def aclose(self) -> None:
-        await self.transport.aclose()
+        await self.pool.aclose()
 
 
 async def _disconnected(receive: Any) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes, default: str = "") -> str:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return default
 
 
 def _asks_for_stream(request: httpx.Request, body: bytes) -> bool:

@@ -141,27 +141,11 @@ class RunningProxy(UvicornThread):
         super().__init__(uvicorn.Server(_config(app)), sock)
 
 
-#: Bytes the proxy's upstream connections read at once (httpcore reads 64 KiB: a 64 KiB
-#: chunk plus its framing then arrives as two body events, each a pass through both HTTP
-#: legs).  Set for the ``tracestore proxy`` process only (``serve``), which is all proxy.
-UPSTREAM_READ = 512 * 1024
-
-
 def serve(app: Any, host: str, port: int) -> None:
     """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
     import uvicorn
 
-    _large_upstream_reads()
     uvicorn.Server(_config(app, host=host, port=port)).run()
-
-
-def _large_upstream_reads() -> None:
-    try:
-        from httpcore._async.http11 import AsyncHTTP11Connection
-    except ImportError:  # another httpcore layout: keep its default
-        return
-    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < UPSTREAM_READ:
-        AsyncHTTP11Connection.READ_NUM_BYTES = UPSTREAM_READ
 
 
 __all__ = ["RunningProxy", "parse_listen", "parse_routes", "serve"]
