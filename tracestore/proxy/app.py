@@ -37,7 +37,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import request_response
 
 from tracestore.errors import InputError, NotFound, TracestoreError
-from tracestore.proxy.network import UpstreamPool, UpstreamResponse
+from tracestore.proxy.network import ChunkScanner, UpstreamPool, UpstreamResponse
+from tracestore.proxy.server import CLIENT_LEG, ClientLeg
 from tracestore.proxy.writer import ProxyRecording, StreamRecord
 from tracestore.recording.httpx_capture import api_for_path, request_settings
 
@@ -107,6 +108,17 @@ class _Decoded:
 
     def __call__(self, chunk: bytes) -> bytes:
         return self.inflate.decompress(chunk) if self.inflate is not None else chunk
+
+
+class _Unchunked:
+    """The raw path's decoding, run by the recorder's writer thread: the chunked framing
+    removed (``ChunkScanner``), then gzip/deflate inflated as ``_Decoded`` does."""
+
+    def __init__(self, decode: _Decoded) -> None:
+        self.chunks, self.decode = ChunkScanner(), decode
+
+    def __call__(self, raw: bytes) -> bytes:
+        return self.decode(self.chunks.decode(raw))
 
 
 class Proxy:
@@ -181,8 +193,9 @@ class Proxy:
             self._unanswered(upstream, body, meta, exc)
             return _error(502, "upstream_unreachable", f"the upstream {upstream.url.host} "
                           f"could not be reached: {type(exc).__name__}: {exc}")
+        leg = scope.get("extensions", {}).get(CLIENT_LEG)
         try:
-            await self._respond(upstream, response, send, receive, meta)
+            await self._respond(upstream, response, send, receive, meta, leg)
         finally:
             response.close()  # an unfinished body closes the upstream connection
         return None
@@ -201,7 +214,7 @@ class Proxy:
         record.upstream_broke(exc, reset=False)
 
     async def _respond(self, upstream: httpx.Request, response: UpstreamResponse, send: Any,
-                       receive: Any, meta: dict) -> None:
+                       receive: Any, meta: dict, leg: ClientLeg | None) -> None:
         ctype = _header(response.headers, b"content-type").split(";", 1)[0].strip().lower()
         streaming = ctype in _STREAM_TYPES or ":streamGenerateContent" in upstream.url.path
         encoding = _header(response.headers, b"content-encoding", "identity").strip().lower()
@@ -218,7 +231,15 @@ class Proxy:
             record.open()
         await send({"type": "http.response.start", "status": response.status,
                     "headers": headers})
-        pump = asyncio.ensure_future(self._pump(response, send, record, decode))
+        if leg is not None and response.mode == "chunked" and leg.chunked():
+            # The raw path: the upstream's chunked bytes go to the chunked client leg as
+            # they came; the recorder gets the same bytes and removes the framing itself.
+            if record is not None:
+                record.decode = _Unchunked(decode)
+            forwarding = self._forward_raw(response, leg, send, record)
+        else:
+            forwarding = self._pump(response, send, record, decode)
+        pump = asyncio.ensure_future(forwarding)
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
             await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -252,6 +273,47 @@ class Proxy:
             if record is not None:
                 record.received(decode(chunk))
                 await record.backpressure()
+
+    @staticmethod
+    async def _forward_raw(response: UpstreamResponse, leg: ClientLeg, send: Any,
+                           record: StreamRecord | None) -> None:
+        """Each upstream read is written to the client's transport from the socket callback
+        (``sink``); this coroutine only wakes when the body ended or failed, or when the
+        client's buffer (or the recorder's backlog) is over its bound, which pauses the
+        upstream's reads until it drains."""
+        transport, conn = leg.transport, response.conn
+        bound = record.owner.max_backlog if record is not None else 0
+
+        def sink(raw: bytes, body: int) -> None:
+            if transport.is_closing():  # the client left: its disconnect ends the exchange
+                conn.pause()
+                response.wake()
+                return
+            transport.write(raw)
+            if record is not None:
+                record.received(raw, body)
+                if record.backlog > bound and not record.dead:
+                    conn.pause()
+            if leg.write_paused:
+                conn.pause()
+            if conn.paused:
+                response.wake()
+
+        response.attach(sink)
+        while True:
+            await response.wait()
+            if response.error is not None:
+                raise response.error
+            if transport.is_closing():
+                await asyncio.Event().wait()  # cancelled by _respond on the disconnect
+            if leg.write_paused and not response.ended:
+                # uvicorn's send waits until the client's buffer drained
+                await send({"type": "http.response.body", "body": b"", "more_body": True})
+            if record is not None:
+                await record.backpressure()
+            if response.ended:
+                return
+            conn.resume()
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -10,12 +10,15 @@
 
 Why not httpx for this leg (it was, until the proxy's throughput round): a streamed body
 through httpx goes through httpcore and h11 -- h11 parses the chunked framing in Python,
-and every piece climbs several async generators -- which cost more CPU per forwarded MiB
-than the client reading the same bytes directly.  Here the socket is read into one buffer
-per connection (``asyncio.BufferedProtocol``, no allocation per read), llhttp (the C parser
-behind Node's HTTP, through httptools, which uvicorn already uses for the client side)
-removes the framing, and the body pieces of each read are handed over together: one wake-up
-of the forwarding coroutine per socket read, not one per chunk per layer.
+every piece climbs several async generators and is copied on the way -- which cost more CPU
+per forwarded MiB than the client reading the same bytes directly.  Here the response head
+is parsed by llhttp (the C parser behind Node's HTTP, through httptools, which uvicorn
+already uses for the client side) and the body is taken straight from asyncio's socket
+callback: a chunked body (what every provider streams) is forwarded as it came, framing and
+all, to a client leg that is chunked too -- ``ChunkScanner`` only finds the size lines (a
+few operations per chunk; the bytes between are never touched) to know the body's size and
+where the terminal chunk starts -- so a read costs one callback, one ``write`` of the same
+``bytes`` object, one reference queued for the recorder.
 
 The failures are httpx's exception types with httpx's meanings, so the proxy answers as it
 did (and as a client talking to the upstream directly would see them): ``ConnectError`` /
@@ -36,8 +39,6 @@ from urllib.parse import urlsplit
 import httptools
 import httpx
 
-#: Bytes read from an upstream socket at once (asyncio's default reads are 256 KiB).
-READ_SIZE = 512 * 1024
 #: Body bytes parsed but not taken by the forwarding before the socket is no longer read.
 MAX_BUFFERED = 2 << 20
 #: Idle upstream connections kept for reuse (all upstreams together), and for how long.
@@ -45,8 +46,92 @@ MAX_KEEPALIVE = 128
 KEEPALIVE_EXPIRY = 5.0
 
 
+class ChunkScanner:
+    """Where a chunked body's framing is, chunk by chunk (the bytes in between are skipped,
+    never looked at): how many body bytes a read holds, how far it may be forwarded as it
+    came, where the terminal chunk starts.  ``decode`` gives the body bytes themselves."""
+
+    def __init__(self) -> None:
+        self.data_left = 0
+        "Body bytes of the current chunk still to come."
+        self.crlf_left = 0
+        "Bytes of the CRLF closing the current chunk's data still to come."
+        self.done = False
+        "The terminal (zero-size) chunk was reached."
+        self.terminal_end = 0
+        "Where the terminal chunk's size line ends in the data that reached it."
+        self._held = b""
+
+    def scan(self, data: bytes, pos: int = 0, out: list[bytes] | None = None) -> tuple[int, int]:
+        """Scan ``data[pos:]``: ``(body bytes, end)``; ``data[pos:end]`` is whole chunk
+        framing and data (a size line not complete at the end, and the terminal chunk, are
+        not in it).  Body pieces are appended to ``out`` when given."""
+        n, body = len(data), 0
+        while pos < n:
+            if self.data_left:
+                take = min(self.data_left, n - pos)
+                if out is not None:
+                    out.append(data[pos:pos + take])
+                self.data_left -= take
+                body += take
+                pos += take
+                continue
+            if self.crlf_left:
+                byte = data[pos]
+                if byte == 0x0A:  # the LF ends it (a bare LF is accepted, as llhttp does)
+                    self.crlf_left = 0
+                elif byte == 0x0D and self.crlf_left == 2:
+                    self.crlf_left = 1
+                else:
+                    raise httpx.RemoteProtocolError("the upstream's chunk data is not "
+                                                    "followed by CRLF")
+                pos += 1
+                continue
+            nl = data.find(b"\n", pos, pos + MAX_LINE)
+            if nl < 0:
+                if n - pos >= MAX_LINE:
+                    raise httpx.RemoteProtocolError("the upstream sent a chunk size line "
+                                                    f"over {MAX_LINE} bytes")
+                return body, pos
+            size = _chunk_size(data[pos:nl])
+            if size == 0:
+                self.done, self.terminal_end = True, nl + 1
+                return body, pos
+            self.data_left, self.crlf_left = size, 2
+            pos = nl + 1
+        return body, n
+
+    def decode(self, data: bytes) -> bytes:
+        """The body bytes in ``data`` (the framing that follows what came before)."""
+        if self._held:
+            data, self._held = self._held + data, b""
+        out: list[bytes] = []
+        _, end = self.scan(data, 0, out)
+        if end < len(data) and not self.done:
+            self._held = data[end:]
+        return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _chunk_size(line: bytes) -> int:
+    size = line.split(b";", 1)[0].strip(b" \t\r")
+    if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
+        raise httpx.RemoteProtocolError(f"the upstream sent a bad chunk size {line[:40]!r}")
+    return int(size, 16)
+
+
+#: The longest chunk-size line (with extensions) and response head accepted.
+MAX_LINE = 4096
+MAX_HEAD = 256 * 1024
+
+
 class UpstreamResponse:
-    """One response on an ``UpstreamConnection``; the parser's callbacks land here."""
+    """One response on an ``UpstreamConnection``.
+
+    The head is parsed by llhttp (httptools); the body is then taken one of two ways:
+    ``read()`` gives its bytes, framing removed (the ASGI path), or ``attach(sink)`` hands
+    each read's bytes *as they came* -- chunked framing included, the terminal chunk not --
+    to ``sink(raw, body_size)`` right from the socket callback (the raw path: the client leg
+    is chunked too, so the same bytes are forwarded without a copy or a coroutine step)."""
 
     def __init__(self, conn: UpstreamConnection, method: str, timeout: float | None) -> None:
         self.conn, self.timeout = conn, timeout
@@ -55,68 +140,195 @@ class UpstreamResponse:
         self.status = 0
         self.headers: list[tuple[bytes, bytes]] = []
         self.head: asyncio.Future = self.loop.create_future()
+        self._head: bytearray | None = bytearray()
+        self._final = False
+        self.head_only = method == "HEAD"
+        self.mode = ""
+        "After the head: ``chunked``, ``length``, ``close`` (ends with the connection), ``none``."
+        self.chunks: ChunkScanner | None = None
+        self._left = 0
+        self._held = b""
+        self.reusable = False
         self.pieces: list[bytes] = []
         self.buffered = 0
+        self._early: list[bytes] | None = []
+        "Body bytes that came with the head or before the body was taken (one read, mostly)."
+        self.sink: Any = None
+        self.ended = False
+        "Every body byte arrived (the terminal chunk, Content-Length, the close)."
         self.complete = False
+        "The whole message arrived (trailers included): the connection can be reused."
         self.error: BaseException | None = None
-        self.head_only = method == "HEAD"
-        self.framed = False  # content-length or chunked: else the body ends at close
-        self.interim = False
         self.waiter: asyncio.Future | None = None
         self.last = self.loop.time()
         self._timer: asyncio.TimerHandle | None = None
         self.done = False
 
-    # -- parser callbacks ----------------------------------------------------------------
+    # -- parser callbacks (the head only) ------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
-        low = name.lower()
-        if low == b"content-length" or low == b"transfer-encoding":
-            self.framed = True
 
     def on_headers_complete(self) -> None:
         status = self.parser.get_status_code()
         if 100 <= status < 200 and status != 101:  # an interim response: the real one follows
-            self.headers, self.framed, self.interim = [], False, True
+            self.headers = []
             return
-        self.status = status
-        if self.head_only or status in (204, 304):
-            self.complete = True
-        if not self.head.done():
-            self.head.set_result(None)
-
-    def on_body(self, body: bytes) -> None:
-        self.pieces.append(body)
-        self.buffered += len(body)
-        if self.buffered > MAX_BUFFERED:
-            self.conn.pause()
-
-    def on_message_complete(self) -> None:
-        if self.interim:
-            self.interim = False
-            return
-        self.complete = True
+        self.status, self._final = status, True
 
     # -- from the connection -------------------------------------------------------------
-    def feed(self, data: memoryview) -> None:
+    def feed(self, data: bytes) -> None:
         self.last = self.loop.time()
         try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            self.fail(httpx.RemoteProtocolError(f"the upstream sent what is not HTTP/1.1: "
-                                                f"{exc}"))
+            if self._head is not None:
+                rest = self._take_head(data)
+                if rest is None:
+                    return
+                data = rest
+                if not data and not self.ended:
+                    return
+            if self._early is not None:
+                if data:
+                    self._early.append(data)
+                    self.buffered += len(data)
+                    if self.buffered > MAX_BUFFERED:
+                        self.conn.pause()
+                self._wake()
+                return
+            self._body(data)
+        except httpx.RemoteProtocolError as exc:
+            self.fail(exc)
             self.conn.abort()
+
+    def _take_head(self, data: bytes) -> bytes | None:
+        buf = self._head
+        assert buf is not None
+        start = max(0, len(buf) - 3)
+        buf += data
+        while True:
+            end = _head_end(buf, start)
+            if end < 0:
+                if len(buf) > MAX_HEAD:
+                    raise httpx.RemoteProtocolError(f"the upstream's response head is over "
+                                                    f"{MAX_HEAD} bytes")
+                return None
+            try:
+                self.parser.feed_data(memoryview(buf)[:end])
+            except httptools.HttpParserError as exc:
+                raise httpx.RemoteProtocolError(f"the upstream sent what is not HTTP/1.1: "
+                                                f"{exc}") from exc
+            if self._final:
+                break
+            del buf[:end]  # an interim (1xx) head: the final one follows
+            start = 0
+        rest = bytes(buf[end:])
+        self._head = None
+        self._framing()
+        if not self.head.done():
+            self.head.set_result(None)
+        return rest
+
+    def _framing(self) -> None:
+        names = {k.lower(): v for k, v in self.headers}
+        coding = names.get(b"transfer-encoding", b"").lower()
+        connection = names.get(b"connection", b"").lower()
+        keep = self.parser.get_http_version() == "1.1" and b"close" not in connection
+        if self.head_only or self.status in (204, 304):
+            self.mode, self.ended, self.complete = "none", True, True
+        elif coding:
+            if coding.rsplit(b",", 1)[-1].strip() == b"chunked":
+                self.mode, self.chunks = "chunked", ChunkScanner()
+            else:
+                self.mode, keep = "close", False
+        elif b"content-length" in names:
+            self.mode, self._left = "length", int(names[b"content-length"])
+            if not self._left:
+                self.ended = self.complete = True
+        else:
+            self.mode, keep = "close", False
+        self.reusable = keep
+
+    def _body(self, data: bytes) -> None:
+        if self.complete:
+            if data:
+                self.reusable = False  # bytes after the response: the connection is not reused
             return
-        waiter = self.waiter
-        if waiter is not None and (self.pieces or self.complete) and not waiter.done():
-            waiter.set_result(None)
+        mode = self.mode
+        if mode == "chunked":
+            self._chunked(data)
+            return
+        if mode == "length":
+            if len(data) >= self._left:
+                if len(data) > self._left:
+                    self.reusable = False
+                    data = data[:self._left]
+                self.ended = self.complete = True
+            self._left -= len(data)
+        if data:
+            self._deliver(data, len(data), None)
+        elif self.ended:
+            self._deliver(b"", 0, None)
+
+    def _chunked(self, data: bytes) -> None:
+        chunks = self.chunks
+        assert chunks is not None
+        if chunks.done:
+            self._trailers(data)
+            return
+        if self._held:
+            data, self._held = self._held + data, b""
+        out: list[bytes] | None = None if self.sink is not None else []
+        body, end = chunks.scan(data, 0, out)
+        if chunks.done:
+            self.ended = True
+            self._trailers(data[chunks.terminal_end:])
+        elif end < len(data):
+            self._held = data[end:]  # a size line not complete yet (it may be the terminal's)
+        self._deliver(data if end == len(data) else data[:end], body, out)
+
+    def _trailers(self, data: bytes) -> None:
+        """After the terminal chunk's size line: trailer lines (dropped), the empty line."""
+        if self._held:
+            data, self._held = self._held + data, b""
+        while True:
+            nl = data.find(b"\n")
+            if nl < 0:
+                if len(data) > MAX_HEAD:
+                    raise httpx.RemoteProtocolError("the upstream's trailers are too long")
+                self._held = data
+                return
+            line, data = data[:nl], data[nl + 1:]
+            if line in (b"", b"\r"):
+                self.complete = True
+                if data:
+                    self.reusable = False  # bytes after the response
+                return
+
+    def _deliver(self, raw: bytes, body: int, out: list[bytes] | None) -> None:
+        sink = self.sink
+        if sink is not None:
+            if raw:
+                sink(raw, body)
+            if self.ended:
+                self._wake()
+            return
+        if out is not None:
+            raw = out[0] if len(out) == 1 else b"".join(out)
+        if raw:
+            self.pieces.append(raw)
+            self.buffered += len(raw)
+            if self.buffered > MAX_BUFFERED:
+                self.conn.pause()
+        self._wake()
 
     def lost(self, exc: BaseException | None) -> None:
-        if self.complete:
+        if self.ended:
+            self.complete = True
             return
-        if exc is None and self.head.done() and not self.framed:
-            self.complete = True  # a body delimited by the connection's close
-        elif not self.head.done():
+        if exc is None and self.head.done() and self.mode == "close":
+            self.ended = self.complete = True  # a body delimited by the connection's close
+            self._wake()
+            return
+        if not self.head.done():
             self.fail(httpx.RemoteProtocolError("Server disconnected without sending a "
                                                 "response.") if exc is None
                       else httpx.ReadError(f"{type(exc).__name__}: {exc}"))
@@ -125,10 +337,9 @@ class UpstreamResponse:
                                                 "complete message body"))
         else:
             self.fail(httpx.ReadError(f"{type(exc).__name__}: {exc}"))
-        self._wake()
 
     def fail(self, exc: BaseException) -> None:
-        if self.error is None and not self.complete:
+        if self.error is None and not self.ended:
             self.error = exc
         if not self.head.done():
             self.head.set_exception(exc)
@@ -140,6 +351,10 @@ class UpstreamResponse:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def wake(self) -> None:
+        """Wake the forwarding coroutine (a sink that paused the reads)."""
+        self._wake()
+
     # -- the forwarding side -------------------------------------------------------------
     async def start(self) -> None:
         """Wait for the response's head (``ReadTimeout`` after ``timeout`` s of silence)."""
@@ -150,28 +365,63 @@ class UpstreamResponse:
             self.close()
             raise httpx.ReadTimeout("the upstream sent no response in time") from exc
 
+    def _take_early(self) -> None:
+        early, self._early = self._early, None
+        self.buffered = 0
+        for data in early or ():
+            self._body(data)
+        if not early and self.ended:
+            self._wake()
+
+    def attach(self, sink: Any) -> None:
+        """The raw path: ``sink(raw, body_size)`` gets each read's bytes from now on."""
+        self.sink = sink
+        try:
+            self._take_early()
+        except httpx.RemoteProtocolError as exc:
+            self.fail(exc)
+            self.conn.abort()
+        self.conn.resume()
+
+    async def wait(self) -> None:
+        """Wait (raw path) until the body ended, failed, or the sink paused the reads."""
+        if self.ended or self.error is not None or self.conn.paused:
+            return
+        await self._wait()
+
+    async def _wait(self) -> None:
+        self.waiter = self.loop.create_future()
+        self.last = self.loop.time()
+        if self._timer is None and self.timeout is not None:
+            self._timer = self.loop.call_at(self.last + self.timeout, self._check)
+        try:
+            await self.waiter
+        finally:
+            self.waiter = None
+
     async def read(self) -> list[bytes]:
-        """The body pieces parsed since the last call (at least one); ``[]`` at the end."""
+        """The body pieces (framing removed) since the last call; ``[]`` at the end."""
+        if self._early is not None:
+            try:
+                self._take_early()
+            except httpx.RemoteProtocolError as exc:
+                self.fail(exc)
+                self.conn.abort()
         while not self.pieces:
-            if self.complete:
+            if self.ended:
                 self._finished()
                 return []
             if self.error is not None:
                 raise self.error
-            self.waiter = self.loop.create_future()
-            self.last = self.loop.time()
-            if self._timer is None and self.timeout is not None:
-                self._timer = self.loop.call_at(self.last + self.timeout, self._check)
             self.conn.resume()
-            await self.waiter
-            self.waiter = None
+            await self._wait()
         pieces, self.pieces, self.buffered = self.pieces, [], 0
         self.conn.resume()
         return pieces
 
     def _check(self) -> None:
         self._timer = None
-        if self.done or self.complete or self.error is not None:
+        if self.done or self.ended or self.error is not None:
             return
         waiting = self.waiter is not None and not self.conn.paused
         idle = self.loop.time() - self.last
@@ -186,14 +436,13 @@ class UpstreamResponse:
             return
         self.done = True
         self._cancel_timer()
-        self.conn.finished(self, reusable=not self.head_only and self.framed
-                           and self.parser.should_keep_alive())
+        self.conn.finished(self, reusable=self.reusable and self.complete)
 
     def close(self) -> None:
         """Done with this response; an unfinished one closes its connection."""
         if self.done:
             return
-        if self.complete and not self.pieces and self.error is None:
+        if self.ended and not self.pieces and self.error is None:
             self._finished()
             return
         self.done = True
@@ -206,14 +455,26 @@ class UpstreamResponse:
             self._timer = None
 
 
-class UpstreamConnection(asyncio.BufferedProtocol):
-    """One TCP (or TLS) connection to an upstream; at most one response at a time."""
+def _head_end(buf: bytearray, start: int) -> int:
+    """The index just past the head's empty line (CRLF CRLF, or a bare LF LF), or -1."""
+    crlf = buf.find(b"\r\n\r\n", start)
+    lf = buf.find(b"\n\n", start)
+    if crlf < 0:
+        return lf + 2 if lf >= 0 else -1
+    if 0 <= lf < crlf + 2:
+        return lf + 2
+    return crlf + 4
+
+
+class UpstreamConnection(asyncio.Protocol):
+    """One TCP (or TLS) connection to an upstream; at most one response at a time.  Each
+    read is a new ``bytes`` (asyncio's, up to 256 KiB): the raw path forwards and records
+    that very object, so the body is never copied on the event loop."""
 
     def __init__(self, pool: UpstreamPool, key: tuple[str, str, int]) -> None:
         self.pool, self.key = pool, key
         self.loop = asyncio.get_running_loop()
         self.transport: Any = None
-        self._view = memoryview(bytearray(READ_SIZE))
         self.response: UpstreamResponse | None = None
         self.closed = False
         self.paused = False
@@ -223,15 +484,12 @@ class UpstreamConnection(asyncio.BufferedProtocol):
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._view
-
-    def buffer_updated(self, nbytes: int) -> None:
+    def data_received(self, data: bytes) -> None:
         response = self.response
         if response is None or response.done:  # bytes nobody asked for: not reusable
             self.abort()
             return
-        response.feed(self._view[:nbytes])
+        response.feed(data)
 
     def eof_received(self) -> bool:
         return False  # the transport closes itself; connection_lost follows

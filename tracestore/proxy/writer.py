@@ -65,6 +65,8 @@ class StreamRecord:
         self.spilled = 0
         "Bytes ever written to the spill file (its size)."
         self._spill: Any = None
+        self.decode: Callable[[bytes], bytes] | None = None
+        "Run by the writer on each fed piece (the raw path: the chunked framing removed)."
         self.outcome: str | None = None
         "The drain recorded (``clean``, ``eof``, ``reset``, ``error``), once recorded."
         self.done = threading.Event()
@@ -74,9 +76,10 @@ class StreamRecord:
     def open(self) -> None:
         self.owner.submit(self, "open", None)
 
-    def received(self, chunk: bytes) -> None:
-        """``chunk`` was forwarded to the client: record it (behind the client)."""
-        self.forwarded += len(chunk)
+    def received(self, chunk: bytes, body: int | None = None) -> None:
+        """``chunk`` was forwarded to the client: record it (behind the client).  ``body``:
+        the body bytes in it when it still has its framing (``decode`` removes it)."""
+        self.forwarded += len(chunk) if body is None else body
         if self.dead or not chunk:
             return
         owner = self.owner
@@ -152,7 +155,7 @@ class StreamRecord:
                                          retry_of=self.retry_of, request=self.settings,
                                          reader=f"proxy:{self.attempt_id}")
         elif kind == "feed":
-            self.attempt.feed(payload)
+            self.attempt.feed(payload if self.decode is None else self.decode(payload))
         elif kind == "ended":
             self.outcome = self._drain()
         elif kind == "broke":
