@@ -102,7 +102,10 @@ class ChunkScanner:
         return body, n
 
     def decode(self, data: bytes) -> bytes:
-        """The body bytes in ``data`` (the framing that follows what came before)."""
+        """The body bytes in ``data`` (the framing that follows what came before; what
+        follows the terminal chunk is not body)."""
+        if self.done:
+            return b""
         if self._held:
             data, self._held = self._held + data, b""
         out: list[bytes] = []
@@ -301,6 +304,8 @@ class UpstreamResponse:
                 self.complete = True
                 if data:
                     self.reusable = False  # bytes after the response
+                if self.done:
+                    self._release()
                 return
 
     def _deliver(self, raw: bytes, body: int, out: list[bytes] | None) -> None:
@@ -436,6 +441,14 @@ class UpstreamResponse:
             return
         self.done = True
         self._cancel_timer()
+        if self.reusable and not self.complete:
+            # the body ended, the terminal chunk's last bytes are still on their way: the
+            # connection is kept for them (``_trailers``), closed if they do not come soon
+            self.loop.call_later(KEEPALIVE_EXPIRY, self._release)
+            return
+        self._release()
+
+    def _release(self) -> None:
         self.conn.finished(self, reusable=self.reusable and self.complete)
 
     def close(self) -> None:
@@ -486,8 +499,8 @@ class UpstreamConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         response = self.response
-        if response is None or response.done:  # bytes nobody asked for: not reusable
-            self.abort()
+        if response is None or response.complete and response.done:
+            self.abort()  # bytes nobody asked for: not reusable
             return
         response.feed(data)
 
