@@ -160,3 +160,14 @@ def test_a_bad_chunk_size_cuts_the_client_as_the_upstream_did(tmp_path: Path) ->
             assert outcome == "reset" and detail.startswith("RemoteProtocolError")
     finally:
         upstream.stop()
+
+
+def test_the_path_is_forwarded_as_the_client_escaped_it(tmp_path: Path) -> None:
+    with running(tmp_path, routes=[("/openai", "{upstream}/base")]) as setup:
+        response = httpx.post(f"{setup.url}/openai/v1/files/a%20b%2Fc:x?key=1&q=%25",
+                              content=b"{}")
+        assert response.status_code == 404  # the fake upstream knows no such path
+        method, path, headers, _ = setup.upstream.requests[-1]
+        assert (method, path) == ("POST", "/base/v1/files/a%20b%2Fc:x?key=1&q=%25")
+        assert dict((k.lower(), v) for k, v in headers)["host"] == \
+            setup.upstream.url.split("//", 1)[1]

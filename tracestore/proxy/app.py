@@ -30,6 +30,7 @@ import re
 import uuid
 import zlib
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from starlette.requests import Request
@@ -132,11 +133,15 @@ class Proxy:
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.pool = UpstreamPool()
 
-    def target(self, path: str, query: bytes) -> str | None:
+    def target(self, path: str, query: bytes, raw_path: bytes | None = None) -> str | None:
+        """The upstream URL: the route's base and the rest of the path as the client sent
+        it (``raw_path``: percent-escapes kept), the query string as sent."""
         for prefix, base in self.routes:
             if not prefix or path == prefix or path.startswith(prefix + "/"):
-                url = base + path[len(prefix):]
-                return url + ("?" + query.decode("latin-1") if query else "")
+                raw = (raw_path or b"").decode("latin-1")
+                rest = raw[len(prefix):] if raw.startswith(prefix) else \
+                    quote(path[len(prefix):], safe="/:@!$&'()*+,;=-._~")
+                return base + rest + ("?" + query.decode("latin-1") if query else "")
         return None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -168,7 +173,7 @@ class Proxy:
 
     async def forward(self, scope: dict, receive: Any, send: Any,
                       request: Request) -> JSONResponse | None:
-        url = self.target(scope["path"], scope.get("query_string", b""))
+        url = self.target(scope["path"], scope.get("query_string", b""), scope.get("raw_path"))
         if url is None:
             return _error(404, "no_route", f"no --route prefix matches {scope['path']!r}")
         trace_id = _header_id(request.headers, TRACE_HEADER)

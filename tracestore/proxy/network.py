@@ -468,6 +468,13 @@ class UpstreamResponse:
             self._timer = None
 
 
+def _ascii(name: str) -> bytes:
+    try:
+        return name.encode("ascii")
+    except UnicodeEncodeError:
+        return name.encode("idna")
+
+
 def _head_end(buf: bytearray, start: int) -> int:
     """The index just past the head's empty line (CRLF CRLF, or a bare LF LF), or -1."""
     crlf = buf.find(b"\r\n\r\n", start)
@@ -613,10 +620,12 @@ class UpstreamPool:
         key = (scheme, host, port)
         conn = self._reuse(key) or await self._connect(key, connect_timeout)
         authority = parts.netloc.rpartition("@")[2]
+        if parts.port is not None and parts.port == (443 if scheme == "https" else 80):
+            authority = authority.rpartition(":")[0]  # as httpx sends it: no default port
         target = (parts.path or "/") + ("?" + parts.query if parts.query else "")
         lines = [b"%s %s HTTP/1.1\r\nHost: %s\r\n" % (method.encode("ascii"),
                                                       target.encode("latin-1"),
-                                                      authority.encode("idna"))]
+                                                      _ascii(authority))]
         lines += [b"%s: %s\r\n" % (k, v) for k, v in headers]
         if body or method in ("POST", "PUT", "PATCH"):
             lines.append(b"Content-Length: %d\r\n" % len(body))
