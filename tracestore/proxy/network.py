@@ -243,7 +243,11 @@ class UpstreamResponse:
             else:
                 self.mode, keep = "close", False
         elif b"content-length" in names:
-            self.mode, self._left = "length", int(names[b"content-length"])
+            try:
+                self.mode, self._left = "length", int(names[b"content-length"])
+            except ValueError:
+                raise httpx.RemoteProtocolError("the upstream sent a bad Content-Length") \
+                    from None
             if not self._left:
                 self.ended = self.complete = True
         else:
