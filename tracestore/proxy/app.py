@@ -1,4 +1,5 @@
-"""The recording reverse proxy as an ASGI application (Starlette routing, httpx upstream).
+"""The recording reverse proxy as an ASGI application (Starlette parts; the upstream leg on
+httptools, ``network.py``).
 
     app = proxy_app(routes=[("", "https://api.openai.com")], recording=ProxyRecording(rec))
 
@@ -29,6 +30,7 @@ import re
 import uuid
 import zlib
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from starlette.requests import Request
@@ -36,6 +38,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import request_response
 
 from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.proxy.network import ChunkScanner, UpstreamPool, UpstreamResponse
+from tracestore.proxy.server import CLIENT_LEG, ClientLeg
 from tracestore.proxy.writer import ProxyRecording, StreamRecord
 from tracestore.recording.httpx_capture import api_for_path, request_settings
 
@@ -107,6 +111,17 @@ class _Decoded:
         return self.inflate.decompress(chunk) if self.inflate is not None else chunk
 
 
+class _Unchunked:
+    """The raw path's decoding, run by the recorder's writer thread: the chunked framing
+    removed (``ChunkScanner``), then gzip/deflate inflated as ``_Decoded`` does."""
+
+    def __init__(self, decode: _Decoded) -> None:
+        self.chunks, self.decode = ChunkScanner(), decode
+
+    def __call__(self, raw: bytes) -> bytes:
+        return self.decode(self.chunks.decode(raw))
+
+
 class Proxy:
     """The forwarding logic (one instance per running proxy)."""
 
@@ -115,18 +130,18 @@ class Proxy:
         self.routes = sorted(((p.rstrip("/"), u.rstrip("/")) for p, u in routes),
                              key=lambda r: -len(r[0]))
         self.recording = recording
-        self.timeout = {"connect": connect_timeout, "read": timeout, "write": timeout,
-                        "pool": timeout}
-        from tracestore.proxy.network import upstream_transport
+        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.pool = UpstreamPool()
 
-        self.transport = upstream_transport(max_connections=None,
-                                            max_keepalive_connections=128)
-
-    def target(self, path: str, query: bytes) -> str | None:
+    def target(self, path: str, query: bytes, raw_path: bytes | None = None) -> str | None:
+        """The upstream URL: the route's base and the rest of the path as the client sent
+        it (``raw_path``: percent-escapes kept), the query string as sent."""
         for prefix, base in self.routes:
             if not prefix or path == prefix or path.startswith(prefix + "/"):
-                url = base + path[len(prefix):]
-                return url + ("?" + query.decode("latin-1") if query else "")
+                raw = (raw_path or b"").decode("latin-1")
+                rest = raw[len(prefix):] if raw.startswith(prefix) else \
+                    quote(path[len(prefix):], safe="/:@!$&'()*+,;=-._~")
+                return base + rest + ("?" + query.decode("latin-1") if query else "")
         return None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
@@ -158,7 +173,7 @@ class Proxy:
 
     async def forward(self, scope: dict, receive: Any, send: Any,
                       request: Request) -> JSONResponse | None:
-        url = self.target(scope["path"], scope.get("query_string", b""))
+        url = self.target(scope["path"], scope.get("query_string", b""), scope.get("raw_path"))
         if url is None:
             return _error(404, "no_route", f"no --route prefix matches {scope['path']!r}")
         trace_id = _header_id(request.headers, TRACE_HEADER)
@@ -166,15 +181,15 @@ class Proxy:
         attempt_id = _header_id(request.headers, ATTEMPT_HEADER) \
             or f"px-{uuid.uuid4().hex[:16]}"
         body = await self._body(receive)
-        upstream = httpx.Request(scope["method"], url, content=body,
-                                 headers=_forwarded(scope["headers"],
-                                                    drop=HOP_BY_HOP | {"host",
-                                                                       "content-length"}),
-                                 extensions={"timeout": self.timeout})
+        headers = _forwarded(scope["headers"], drop=HOP_BY_HOP | {"host", "content-length"})
+        # What the recorder reads of the request (path, User-Agent, settings), as httpx's.
+        upstream = httpx.Request(scope["method"], url, content=body, headers=headers)
         meta = dict(trace_id=trace_id or f"px-trace-{attempt_id}", attempt_id=attempt_id,
                     retry_of=retry_of)
         try:
-            response = await self.transport.handle_async_request(upstream)
+            response = await self.pool.request(scope["method"], url, headers, body,
+                                               connect_timeout=self.connect_timeout,
+                                               timeout=self.timeout)
         except httpx.TimeoutException as exc:
             self._unanswered(upstream, body, meta, exc)
             return _error(504, "upstream_timeout", f"the upstream {upstream.url.host} did not "
@@ -183,10 +198,11 @@ class Proxy:
             self._unanswered(upstream, body, meta, exc)
             return _error(502, "upstream_unreachable", f"the upstream {upstream.url.host} "
                           f"could not be reached: {type(exc).__name__}: {exc}")
+        leg = scope.get("extensions", {}).get(CLIENT_LEG)
         try:
-            await self._respond(upstream, response, send, receive, meta)
+            await self._respond(upstream, response, send, receive, meta, leg)
         finally:
-            await response.aclose()  # an unfinished body closes the upstream connection
+            response.close()  # an unfinished body closes the upstream connection
         return None
 
     def _unanswered(self, upstream: httpx.Request, body: bytes, meta: dict,
@@ -202,13 +218,13 @@ class Proxy:
         record.open()
         record.upstream_broke(exc, reset=False)
 
-    async def _respond(self, upstream: httpx.Request, response: httpx.Response, send: Any,
-                       receive: Any, meta: dict) -> None:
-        ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    async def _respond(self, upstream: httpx.Request, response: UpstreamResponse, send: Any,
+                       receive: Any, meta: dict, leg: ClientLeg | None) -> None:
+        ctype = _header(response.headers, b"content-type").split(";", 1)[0].strip().lower()
         streaming = ctype in _STREAM_TYPES or ":streamGenerateContent" in upstream.url.path
-        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        encoding = _header(response.headers, b"content-encoding", "identity").strip().lower()
         record = None
-        headers = _forwarded(response.headers.raw, drop=HOP_BY_HOP)
+        headers = _forwarded(response.headers, drop=HOP_BY_HOP)
         decode = _Decoded(encoding)
         if streaming and self.recording is not None and (
                 encoding == "identity" or decode.inflate is not None):
@@ -218,9 +234,17 @@ class Proxy:
             headers += [(ATTEMPT_HEADER.encode(), meta["attempt_id"].encode()),
                         (TRACE_HEADER.encode(), meta["trace_id"].encode())]
             record.open()
-        await send({"type": "http.response.start", "status": response.status_code,
+        await send({"type": "http.response.start", "status": response.status,
                     "headers": headers})
-        pump = asyncio.ensure_future(self._pump(response, send, record, decode))
+        if leg is not None and response.mode == "chunked" and leg.chunked():
+            # The raw path: the upstream's chunked bytes go to the chunked client leg as
+            # they came; the recorder gets the same bytes and removes the framing itself.
+            if record is not None:
+                record.decode = _Unchunked(decode)
+            forwarding = self._forward_raw(response, leg, send, record)
+        else:
+            forwarding = self._pump(response, send, record, decode)
+        pump = asyncio.ensure_future(forwarding)
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
             await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -245,21 +269,71 @@ class Proxy:
         raise UpstreamBroke(f"{type(failure).__name__}: {failure}") from failure
 
     @staticmethod
-    async def _pump(response: httpx.Response, send: Any, record: StreamRecord | None,
+    async def _pump(response: UpstreamResponse, send: Any, record: StreamRecord | None,
                     decode: _Decoded) -> None:
-        async for chunk in response.aiter_raw():
+        # One pass per socket read of the upstream: the pieces it held, sent as one.
+        while pieces := await response.read():
+            chunk = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             if record is not None:
                 record.received(decode(chunk))
                 await record.backpressure()
 
+    @staticmethod
+    async def _forward_raw(response: UpstreamResponse, leg: ClientLeg, send: Any,
+                           record: StreamRecord | None) -> None:
+        """Each upstream read is written to the client's transport from the socket callback
+        (``sink``); this coroutine only wakes when the body ended or failed, or when the
+        client's buffer (or the recorder's backlog) is over its bound, which pauses the
+        upstream's reads until it drains."""
+        transport, conn = leg.transport, response.conn
+        bound = record.owner.max_backlog if record is not None else 0
+
+        def sink(raw: bytes, body: int) -> None:
+            if transport.is_closing():  # the client left: its disconnect ends the exchange
+                conn.pause()
+                response.wake()
+                return
+            transport.write(raw)
+            if record is not None:
+                record.received(raw, body)
+                if record.backlog > bound and not record.dead:
+                    conn.pause()
+            if leg.write_paused:
+                conn.pause()
+            if conn.paused:
+                response.wake()
+
+        response.attach(sink)
+        while True:
+            await response.wait()
+            if response.error is not None:
+                raise response.error
+            if transport.is_closing():
+                await asyncio.Event().wait()  # cancelled by _respond on the disconnect
+            if leg.write_paused and not response.ended:
+                # uvicorn's send waits until the client's buffer drained
+                await send({"type": "http.response.body", "body": b"", "more_body": True})
+            if record is not None:
+                await record.backpressure()
+            if response.ended:
+                return
+            conn.resume()
+
     async def aclose(self) -> None:
-        await self.transport.aclose()
+        await self.pool.aclose()
 
 
 async def _disconnected(receive: Any) -> None:
     while (await receive())["type"] != "http.disconnect":
         pass
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes, default: str = "") -> str:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return default
 
 
 def _asks_for_stream(request: httpx.Request, body: bytes) -> bool:

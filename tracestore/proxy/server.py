@@ -68,20 +68,50 @@ def _url(url: str, spec: str) -> str:
 #: (asyncio's default, 64 KiB, is one upstream chunk: every chunk would wait for a drain).
 WRITE_BUFFER = 512 * 1024
 
+#: The ASGI scope extension naming the client connection (``ClientLeg``).
+CLIENT_LEG = "tracestore.client_leg"
+
+
+class ClientLeg:
+    """What the raw path of ``app.py`` needs of the client's connection, kept here with the
+    uvicorn protocol it comes from: the transport to write the upstream's chunked bytes to
+    (between uvicorn's own writes of the head and of the last chunk), whether uvicorn frames
+    this response chunked, whether the transport's buffer is over ``WRITE_BUFFER``."""
+
+    __slots__ = ("_cycle", "_flow", "transport")
+
+    def __init__(self, protocol: Any) -> None:
+        self.transport = protocol.transport
+        self._cycle, self._flow = protocol.cycle, protocol.flow
+
+    def chunked(self) -> bool:
+        """The response head is out and uvicorn frames the body chunked (it then writes
+        only the terminal chunk at the end)."""
+        cycle = self._cycle
+        return bool(getattr(cycle, "response_started", False)) \
+            and getattr(cycle, "chunked_encoding", None) is True \
+            and not getattr(cycle, "response_complete", True)
+
+    @property
+    def write_paused(self) -> bool:
+        return bool(self._flow.write_paused)
+
 
 def _protocol() -> Any:
-    """uvicorn's HTTP/1.1 protocol: httptools' C parser when installed (``tracestore[proxy]``
-    installs it), else h11; with a write buffer of ``WRITE_BUFFER``."""
-    try:
-        import httptools  # noqa: F401
-        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as base
-    except ImportError:
-        from uvicorn.protocols.http.h11_impl import H11Protocol as base  # type: ignore[assignment]
+    """uvicorn's HTTP/1.1 protocol on httptools' C parser, with a write buffer of
+    ``WRITE_BUFFER`` and the connection in each request's scope (``CLIENT_LEG``)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class Protocol(base):
+    class Protocol(HttpToolsProtocol):
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
             transport.set_write_buffer_limits(high=WRITE_BUFFER)
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            # the cycle just made is this request's (a pipelined one's task starts later)
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
+            extensions[CLIENT_LEG] = ClientLeg(self)
 
     return Protocol
 
@@ -141,27 +171,11 @@ class RunningProxy(UvicornThread):
         super().__init__(uvicorn.Server(_config(app)), sock)
 
 
-#: Bytes the proxy's upstream connections read at once (httpcore reads 64 KiB: a 64 KiB
-#: chunk plus its framing then arrives as two body events, each a pass through both HTTP
-#: legs).  Set for the ``tracestore proxy`` process only (``serve``), which is all proxy.
-UPSTREAM_READ = 512 * 1024
-
-
 def serve(app: Any, host: str, port: int) -> None:
     """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
     import uvicorn
 
-    _large_upstream_reads()
     uvicorn.Server(_config(app, host=host, port=port)).run()
 
 
-def _large_upstream_reads() -> None:
-    try:
-        from httpcore._async.http11 import AsyncHTTP11Connection
-    except ImportError:  # another httpcore layout: keep its default
-        return
-    if getattr(AsyncHTTP11Connection, "READ_NUM_BYTES", 0) < UPSTREAM_READ:
-        AsyncHTTP11Connection.READ_NUM_BYTES = UPSTREAM_READ
-
-
-__all__ = ["RunningProxy", "parse_listen", "parse_routes", "serve"]
+__all__ = ["CLIENT_LEG", "ClientLeg", "RunningProxy", "parse_listen", "parse_routes", "serve"]
