@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
-    COPY_MIN_ROWS, pg_copying, pg_existing_ids,
+    COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise,
 )
 from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
@@ -96,6 +96,8 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     raise
             migrate_schema = False
         mark = self._mark
+        self._pg_bytewise: bool | None = None
+        "Whether the server orders ids by their bytes (PostgreSQL; asked on first need)."
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
@@ -231,7 +233,10 @@ class EventStore(StoreConnections, LogReads, RowsIO):
 
     def _existing_ids(self, conn: Connection, ids: Sequence[str]) -> set[str]:
         if self._dialect == "postgresql":  # one array parameter, not 500 bound ids a query
-            return pg_existing_ids(conn, ids)
+            bytewise = self._pg_bytewise
+            if bytewise is None and len(ids) >= _RANGE_LOOKUP_MIN:
+                bytewise = self._pg_bytewise = pg_ids_order_bytewise(conn)
+            return pg_existing_ids(conn, ids, bytewise=bool(bytewise))
         if self._dialect == "sqlite" and len(ids) >= _RANGE_LOOKUP_MIN:
             in_range = _sqlite_ids_in_range(conn, ids)
             if in_range is not None:
