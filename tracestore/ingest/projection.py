@@ -154,8 +154,7 @@ def plan_projection_fast(data: bytes, *, filename: str | None, attempt_id: str |
 
     def body() -> Any:
         return plan_body(checked, data, attempt=attempt, trace=trace, sha=sha,
-                         body_id=lambda index: f"{prefix}{index:011x}",
-                         label_event=_label_event)
+                         body_prefix=prefix, label_event=_label_event)
 
     count = checked.frames + checked.labels
     return IngestPlan(attempt, trace, checked.api, "projection", "json-array", sha,

@@ -47,12 +47,51 @@ def pg_copying(conn: Connection, sql: str) -> Iterator[Callable[[tuple[Any, ...]
                                   dialect=conn.dialect) from exc
 
 
-def pg_existing_ids(conn: Connection, ids: Sequence[str]) -> set[str]:
+#: libc collations that order text by its bytes (so ASCII as Python orders it).
+_BYTEWISE = {"c", "posix", "c.utf-8", "c.utf8"}
+#: The effective collation of ``ts_events.id``: its own, or the database's default
+#: (``to_jsonb`` reads the provider columns where the server has them: 10+ and 15+).
+_ID_COLLATION_SQL = (
+    "SELECT c.collname, to_jsonb(c) ->> 'collprovider', c.collcollate, "
+    "to_jsonb(d) ->> 'datlocprovider', d.datcollate "
+    "FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation "
+    "JOIN pg_database d ON d.datname = current_database() "
+    "WHERE a.attrelid = 'ts_events'::regclass AND a.attname = 'id'")
+_IDS_IN_RANGE_SQL = "SELECT id FROM ts_events WHERE id >= %s AND id <= %s LIMIT %s"
+
+
+def pg_ids_order_bytewise(conn: Connection) -> bool:
+    """Whether the server orders ``ts_events.id`` by its bytes (a libc ``C``/``POSIX``
+    collation, the column's own or the database's default): then a range of ASCII ids on
+    the server is the range Python computes, and ``pg_existing_ids`` may ask by range."""
+    row = conn.exec_driver_sql(_ID_COLLATION_SQL).first()
+    if row is None:
+        return False
+    name, provider, collate, db_provider, db_collate = row
+    if name == "default":
+        provider, collate = db_provider or "c", db_collate
+    return provider in ("c", None) and str(collate).lower() in _BYTEWISE
+
+
+def pg_existing_ids(conn: Connection, ids: Sequence[str], *, bytewise: bool = False,
+                    ) -> set[str]:
     """Which of ``ids`` are stored already, one query per chunk: the ids travel as ONE text
     parameter joined with the unit separator (which ``NewEvent`` refuses in an id) and
     split by the server -- half the cost of an array parameter of 5,000 strings, and a
     fraction of 500 bound ids in a new SQL text each time.  Ids holding the separator
-    anyway go as an array."""
+    anyway go as an array.
+
+    With ``bytewise`` (``pg_ids_order_bytewise``) a chunk of ASCII ids is first asked as ONE
+    bounded range of the id index, as on SQLite (``store.log._sqlite_ids_in_range``): at
+    most ``len(chunk) + 1`` rows, and a range holding more stored ids than asked falls
+    back to the ids themselves.  A planned ingest's 5,000 ascending ids then cost the
+    server one index range instead of 5,000 probes (~10 ms a chunk)."""
+    if bytewise and len(ids) >= 64 and "".join(ids).isascii():
+        limit = len(ids) + 1
+        rows = conn.exec_driver_sql(_IDS_IN_RANGE_SQL, (min(ids), max(ids), limit)).scalars()
+        stored = rows.all()
+        if len(stored) < limit:
+            return set(stored).intersection(ids)
     found: set[str] = set()
     for start in range(0, len(ids), _ID_ARRAY_CHUNK):
         chunk = list(ids[start:start + _ID_ARRAY_CHUNK])
