@@ -1,7 +1,8 @@
 """Create and upgrade the schema with Alembic, and refuse databases that are not ours.
 
 The schema is created only by the migrations in ``migrations/``.  A brand-new database is
-migrated on first use; an existing database must carry the tracestore marker row, otherwise
+migrated on first use (a new SQLite file gets the statements they produce replayed without
+Alembic: ``store/sqlite_schema.py``, checked against them by a test); an existing database must carry the tracestore marker row, otherwise
 we refuse to touch it (``not_our_database``) rather than add tables to someone else's data.
 """
 
@@ -15,6 +16,7 @@ from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import DatabaseError, OperationalError
 
 from tracestore.errors import StoreError
+from tracestore.store import sqlite_schema
 from tracestore.store.schema import STORE_MARKER
 
 if TYPE_CHECKING:
@@ -179,8 +181,6 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
         return SCHEMA_HEAD
     if not create:
         _require_tables(read_engine or write_engine, url)
-    from alembic import command
-
     head = SCHEMA_HEAD
     try:
         with write_engine.begin() as conn:
@@ -191,7 +191,12 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
                 # them take turns; the later ones then find the schema current below.
                 conn.execute(text("SELECT pg_advisory_xact_lock(:key)"),
                              {"key": MIGRATION_LOCK_KEY})
-            _check_ours(conn, url)
+            ours = _check_ours(conn, url)
+            if not ours and conn.dialect.name == "sqlite" and head == sqlite_schema.REVISION:
+                # An empty SQLite file: the statements the migrations produce, replayed
+                # without Alembic (``store/sqlite_schema.py``; a test keeps them equal).
+                sqlite_schema.create(conn)
+                return head
             current = current_revision(conn)
             if current == head:
                 return head
@@ -202,6 +207,8 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
                     f"knows ({head}); upgrade tracestore to use it", code="schema_too_new",
                     revision=current)
             config.attributes["connection"] = conn
+            from alembic import command
+
             command.upgrade(config, "head")
     except (DatabaseError, OperationalError) as exc:
         message = str(exc.orig) if getattr(exc, "orig", None) else str(exc)
