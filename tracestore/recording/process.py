@@ -1,0 +1,485 @@
+"""The process writer: a transport's recording done by a child process, off the
+application's interpreter (``RecordingTransport(..., writer="process")``).
+
+The application's side (``ProcessWriter``) does no decoding and no store work: each fact
+of an attempt (opened with its ids and request, a chunk's bytes, its ending, a
+destination) is one length-prefixed record appended to a journal file with ``os.write``
+(the page cache: a write never waits for the child, and what was written survives the
+application's process being killed).  A child process (``python -m
+tracestore.recording.process JOURNAL``), started on first use and ``os.nice``'d so it
+takes only the CPU the application leaves, reads the journal and runs the same recording
+code the writer thread runs (``body.BodyAttempt`` and ``writer.Writer``: decoding, events,
+batches, decisions) against the same store URL.
+
+* Attempt ids, turns and retries are fixed in the application (``BodyRecording.assign``),
+  so ``transport.attempts``, turn handles and ``attempt_of`` work as with the thread; an
+  attempt's ``decision()`` is read from the store after ``flush``.
+* ``flush()`` appends a flush mark, wakes the child (its stdin) and returns when the child
+  answers (its stdout) that everything journaled before the mark is committed.
+* The application's process dies (even SIGKILL): the child sees its stdin close, records
+  the journal to its end (in-flight attempts stay ``pending``: no ending is made up), then
+  exits.  The child dies: the application's streams go on, ``transport.failures`` gets a
+  ``recorder_process_died`` error (warned once); a transaction is never half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+from typing import Any
+
+from tracestore.errors import InputError, StoreError, TracestoreError
+
+#: A record: kind (1 byte), the attempt's key in this journal, the payload's length.
+HEADER = struct.Struct("<cII")
+OPEN, CHUNK, CALL, FLUSH, ROTATE = b"O", b"C", b"K", b"F", b"R"
+
+#: The application starts a new journal file once one holds this many bytes; the child
+#: deletes each file it has recorded to the end (so disk use follows the child's lag).
+JOURNAL_BYTES = 64 * 1024 * 1024
+
+#: How long the child sleeps when the journal has nothing new (seconds, at most).
+IDLE_POLL = 0.02
+
+#: The child's niceness: it takes the CPU the application leaves.
+NICE = 10
+
+_defer = threading.local()
+
+
+def deferring() -> bool:
+    """Whether ``Recorder.trace`` on this thread should only note its arguments: the
+    process writer calls a transport's trace factory in the application, and the trace is
+    opened by the child."""
+    return getattr(_defer, "on", False)
+
+
+class RemoteAttempt:
+    """The application's view of an attempt the writer process records: its id and trace;
+    ``decision()`` reads the store (after ``flush``)."""
+
+    def __init__(self, trace: Any, attempt_id: str) -> None:
+        self.trace, self.attempt_id = trace, attempt_id
+
+    def decision(self) -> Any:
+        from tracestore.ingest.decisions import decide_attempt
+
+        rec = self.trace.recorder
+        with rec.lock:
+            rec.check_open()
+            decided = decide_attempt(rec.store, self.trace.trace_id, self.attempt_id)
+        if decided is None:
+            raise InputError(f"attempt {self.attempt_id!r} is not recorded (see the "
+                             "transport's failures)", code="not_started",
+                             attempt_id=self.attempt_id)
+        return decided
+
+    def __repr__(self) -> str:
+        return f"RemoteAttempt({self.attempt_id!r}, trace={self.trace.trace_id!r})"
+
+
+class ProcessWriter:
+    """The application's end of the journal (one per transport)."""
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+        self._lock = threading.Lock()     # one record at a time, in order
+        self._acked = threading.Condition()
+        self._keys = 0
+        self._seq = self._acked_seq = 0
+        self._fd: int | None = None
+        self._size = 0
+        self._dir: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.dead: TracestoreError | None = None
+        "Why the child cannot record any more (it died, the journal cannot be written)."
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    # -- the application's facts ---------------------------------------------------------
+    def open(self, attempt: Any) -> int | None:
+        """Journal the opening of ``attempt`` (a ``BodyAttempt``); its key, None when it
+        cannot be recorded (the failure is on ``transport.failures``)."""
+        from tracestore.store.engine import is_memory_sqlite
+
+        _defer.on = True
+        try:
+            trace = attempt.handle.trace  # a factory's trace: its arguments, opened by the child
+        except TracestoreError as exc:
+            self.owner.failed(exc)
+            return None
+        finally:
+            _defer.on = False
+        rec = trace.recorder
+        if rec.closed:
+            self.owner.failed(StoreError("this recorder is closed; it records nothing more",
+                                         code="recorder_closed"))
+            return None
+        url = rec.store.url
+        if is_memory_sqlite(url):
+            self.owner.failed(unavailable())
+            return None
+        request, headers = getattr(attempt, "wire", (None, None))
+        info = {"url": url, "trace_id": trace.trace_id,
+                "opening": getattr(trace, "opening", None),
+                "attempt_id": attempt.handle.attempt_id, "retry_of": attempt.retry_of,
+                "api": attempt.api, "framing": attempt.framing, "refusal": attempt.refusal,
+                "settings": attempt.settings if not callable(attempt.settings) else None,
+                "request": _request_parts(request), "headers": _size_headers(headers)}
+        with self._lock:
+            self._keys += 1
+            key = self._keys
+        self._write(OPEN, key, pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL))
+        attempt.recorder = RemoteAttempt(type(trace)(rec, trace.trace_id), info["attempt_id"])
+        return key
+
+    def chunk(self, key: int, data: bytes) -> None:
+        self._write(CHUNK, key, data)
+
+    def call(self, key: int, what: tuple[Any, ...]) -> None:
+        self._write(CALL, key, pickle.dumps(what, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def flush(self) -> None:
+        """Return when the child has committed everything journaled before this call (at
+        once when there is no child, or it died: see ``transport.failures``)."""
+        with self._lock:
+            if self.proc is None or self.dead is not None:
+                return
+            self._seq += 1
+            seq = self._seq
+        self._write(FLUSH, 0, struct.pack("<Q", seq))
+        self._wake()
+        with self._acked:
+            while self._acked_seq < seq and self.dead is None:
+                self._acked.wait(1.0)
+
+    def stop(self) -> None:
+        """Flush, then let the child finish and exit (the transport's ``close``)."""
+        self.flush()
+        with self._lock:
+            proc, self._stopping = self.proc, True
+            if proc is None:
+                return
+            if proc.stdin is not None:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            pass
+
+    # -- internals -----------------------------------------------------------------------
+    def _write(self, kind: bytes, key: int, payload: bytes) -> None:
+        with self._lock:
+            if self.dead is not None or self._stopping:
+                return
+            try:
+                if self.proc is None:
+                    self._start()
+                assert self._fd is not None
+                if self._size >= JOURNAL_BYTES and kind != FLUSH:
+                    self._rotate()
+                _write_all(self._fd, HEADER.pack(kind, key, len(payload)) + payload)
+                self._size += HEADER.size + len(payload)
+            except OSError as exc:
+                self._died(StoreError(f"the recorder's journal cannot be written ({exc}); "
+                                      "recording stopped, the application's streams go on",
+                                      code="recorder_process_died"))
+
+    def _start(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="tracestore-journal-")
+        path = os.path.join(self._dir, "journal-0")
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tracestore.recording.process", path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+        threading.Thread(target=self._read_answers, args=(self.proc,), daemon=True,
+                         name="tracestore-recorder-answers").start()
+
+    def _rotate(self) -> None:
+        assert self._fd is not None and self._dir is not None
+        self._rotations = getattr(self, "_rotations", 0) + 1
+        path = os.path.join(self._dir, f"journal-{self._rotations}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        name = path.encode()
+        _write_all(self._fd, HEADER.pack(ROTATE, 0, len(name)) + name)
+        os.close(self._fd)
+        self._fd, self._size = fd, 0
+
+    def _wake(self) -> None:
+        proc = self.proc
+        try:
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.write(b"F")
+                proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # the child is gone: the answer reader says so
+
+    def _read_answers(self, proc: subprocess.Popen[bytes]) -> None:
+        """The child's answers: flush acknowledgements and recording failures."""
+        assert proc.stdout is not None
+        out = proc.stdout
+        while True:
+            head = out.read(5)
+            if len(head) < 5:
+                break
+            kind, size = head[:1], struct.unpack("<I", head[1:])[0]
+            body = out.read(size)
+            if kind == b"A":
+                with self._acked:
+                    self._acked_seq = max(self._acked_seq, struct.unpack("<Q", body)[0])
+                    self._acked.notify_all()
+            elif kind == b"E":
+                try:
+                    error = pickle.loads(body)
+                except Exception:  # noqa: BLE001 - an answer we cannot read is a failure too
+                    error = StoreError("the recorder's writer process reported a failure "
+                                       "that cannot be read", code="recording_failed")
+                self.owner.failed(error)
+            elif kind == b"B":  # the child finished cleanly
+                return
+        status = proc.wait()
+        if not self._stopping or status != 0:
+            self._died(StoreError(f"the recorder's writer process exited (status {status}); "
+                                  "what it had not committed is not recorded, the "
+                                  "application's streams go on", code="recorder_process_died",
+                                  status=status))
+
+    def _died(self, error: TracestoreError) -> None:
+        if self.dead is None:
+            self.dead = error
+            self.owner.failed(error)
+        with self._acked:
+            self._acked.notify_all()
+
+
+def unavailable() -> InputError:
+    return InputError("the process writer records into a database another process can "
+                      "open (a SQLite file or PostgreSQL), not an in-memory one",
+                      code="process_writer_unavailable")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _request_parts(request: Any) -> tuple[str, str | None, bytes] | None:
+    """What ``request_settings`` reads of a request: path, user agent, body (if read)."""
+    if request is None:
+        return None
+    try:
+        content = bytes(request.content)
+    except Exception:  # noqa: BLE001 - a streamed request body that was not read: no settings
+        content = b""
+    return request.url.path, request.headers.get("user-agent"), content
+
+
+def _size_headers(headers: Any) -> dict[str, str] | None:
+    if headers is None:
+        return None
+    return {k: headers[k] for k in ("content-length", "content-encoding") if k in headers}
+
+
+# -- the child -------------------------------------------------------------------------------
+
+class _Request:
+    """Just what ``httpx_capture.request_settings`` reads, rebuilt from the journal."""
+
+    def __init__(self, path: str, agent: str | None, content: bytes) -> None:
+        from types import SimpleNamespace
+
+        self.url = SimpleNamespace(path=path)
+        self.headers = {"user-agent": agent} if agent else {}
+        self.content = content
+
+
+def _answer(kind: bytes, body: bytes) -> None:
+    out = sys.stdout.buffer
+    try:
+        out.write(kind + struct.pack("<I", len(body)) + body)
+        out.flush()
+    except OSError:
+        pass  # the application is gone: the journal is still recorded to its end
+
+
+def child_main(path: str) -> int:
+    """Record the journal at ``path`` (and the files it rotates to) until the parent closes
+    this process's stdin and the journal is read to its end."""
+    import select
+
+    from tracestore.recording.body import BodyAttempt, BodyRecording
+    from tracestore.recording.httpx_capture import body_size, request_settings
+    from tracestore.recording.recorder import Recorder, TraceRecorder
+    from tracestore.recording.turn import AttemptHandle
+
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+    answers = threading.Lock()
+
+    class Replica(BodyRecording):
+        """The child's transport: attempts made from journal records, recorded by the
+        writer thread as the application's thread-mode transport records them."""
+
+        def __init__(self) -> None:
+            super().__init__(None, ())
+            self.next: tuple[Any, str, str | None] | None = None
+
+        def assign(self, attempt: BodyAttempt) -> tuple[Any, str | None]:
+            assert self.next is not None
+            trace, attempt_id, retry_of = self.next
+            handle = AttemptHandle(attempt, trace, None)
+            handle.attempt_id = attempt_id
+            return handle, retry_of
+
+        def opens_a_retry(self, attempt: BodyAttempt) -> bool:
+            """Whether opening ``attempt`` needs the log to hold what came before it (a
+            retry): a factory's fresh trace never does."""
+            return attempt.retry_of is not None or not callable(attempt.handle._trace) \
+                and attempt.handle.trace_id in self._last
+
+        def failed(self, exc: TracestoreError) -> None:
+            self.failures.append(exc)
+            try:
+                body = pickle.dumps(exc)
+            except Exception:  # noqa: BLE001 - an error we cannot send: its words
+                body = pickle.dumps(StoreError(str(exc), code="recording_failed"))
+            with answers:
+                _answer(b"E", body)
+
+    owner = Replica()
+    recorders: dict[str, Recorder] = {}
+    attempts: dict[int, BodyAttempt] = {}
+    control = sys.stdin.buffer.fileno()
+    parent_gone = False
+    fd = os.open(path, os.O_RDONLY)
+    buffer = bytearray()
+
+    def recorder_for(url: str) -> Recorder:
+        if url not in recorders:
+            recorders[url] = Recorder(url)
+        return recorders[url]
+
+    def opened(key: int, info: dict[str, Any]) -> None:
+        try:
+            rec = recorder_for(info["url"])
+        except TracestoreError as exc:
+            owner.failed(exc)
+            return
+        trace_id, opening = info["trace_id"], info["opening"]
+        trace: Any = TraceRecorder(rec, trace_id) if opening is None else \
+            (lambda: rec.trace(trace_id, **opening))
+        request, headers = info["request"], info["headers"]
+        settings: Any = info["settings"]
+        if settings is None and request is not None:
+            settings = (lambda: request_settings(_Request(*request)))
+        owner.next = (trace, info["attempt_id"], info["retry_of"])
+        attempt = BodyAttempt(owner, info["api"], info["framing"], settings or {},
+                              (lambda: body_size(headers)) if headers is not None else None,
+                              refusal=info["refusal"])
+        attempts[key] = owner.track(attempt)
+
+    def called(attempt: BodyAttempt, what: tuple[Any, ...]) -> None:
+        name, *args = what
+        if name == "drain":
+            attempt._end(lambda: attempt.recorder.drain(*args))
+        elif name == "closed_at":
+            attempt._closed_at(*args)
+        elif name == "call":
+            method, positional, named = args
+            attempt.later_call(lambda rec: getattr(rec, method)(*positional, **named))
+
+    def run(kind: bytes, key: int, payload: bytes) -> None:
+        nonlocal fd
+        if kind == CHUNK:
+            if key in attempts:
+                attempts[key].received(payload)
+        elif kind == OPEN:
+            opened(key, pickle.loads(payload))
+        elif kind == CALL:
+            if key in attempts:
+                called(attempts[key], pickle.loads(payload))
+        elif kind == FLUSH:
+            owner.flush()
+            with answers:
+                _answer(b"A", payload)
+        elif kind == ROTATE:
+            os.close(fd)
+            os.unlink(_current[0])
+            _current[0] = payload.decode()
+            fd = os.open(_current[0], os.O_RDONLY)
+
+    _current = [path]
+    idle = 0.001
+    while True:
+        data = os.read(fd, 1 << 20)
+        if data:
+            buffer += data
+            start = 0
+            while len(buffer) - start >= HEADER.size:
+                kind, key, size = HEADER.unpack_from(buffer, start)
+                end = start + HEADER.size + size
+                if end > len(buffer):
+                    break
+                payload = bytes(buffer[start + HEADER.size:end])
+                start = end
+                try:
+                    run(kind, key, payload)
+                except Exception as exc:  # noqa: BLE001 - one bad record stops nothing else
+                    owner.failed(StoreError(f"the recorder's writer process could not "
+                                            f"record a journal record ({exc!r})",
+                                            code="recording_failed"))
+                if kind == ROTATE:
+                    del buffer[:start]
+                    start = 0
+                    break
+            del buffer[:start]
+            idle = 0.001
+            continue
+        if parent_gone:
+            break  # the journal is read to its end and nothing more can come
+        ready, _, _ = select.select([control], [], [], idle)
+        idle = min(idle * 2, IDLE_POLL)
+        if ready and not os.read(control, 4096):
+            parent_gone = True  # one more read of the journal to its end, then stop
+    owner.flush()
+    owner.stop_writer()
+    for rec in recorders.values():
+        rec.close()
+    os.close(fd)
+    try:
+        os.unlink(_current[0])
+        os.rmdir(os.path.dirname(_current[0]))
+    except OSError:
+        pass
+    with answers:
+        _answer(b"B", b"")
+    return 0
+
+
+if __name__ == "__main__":
+    warnings.simplefilter("ignore")  # failures are answered to the application
+    sys.exit(child_main(sys.argv[1]))
+
+
+__all__ = ["JOURNAL_BYTES", "NICE", "ProcessWriter", "RemoteAttempt"]
