@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import warnings
 from typing import Any
 
@@ -47,7 +48,7 @@ JOURNAL_BYTES = 64 * 1024 * 1024
 #: How long the child sleeps when the journal has nothing new (seconds, at most).
 IDLE_POLL = 0.02
 
-#: The child's niceness: it takes the CPU the application leaves.
+#: The child's niceness where the idle scheduling class is not to be had.
 NICE = 10
 
 _defer = threading.local()
@@ -95,6 +96,8 @@ class ProcessWriter:
         self._seq = self._acked_seq = 0
         self._fd: int | None = None
         self._size = 0
+        self._writing: dict[int, int] = {}   # journal fd -> writes to it in progress
+        self._rotations = 0
         self._dir: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.dead: TracestoreError | None = None
@@ -169,14 +172,14 @@ class ProcessWriter:
             proc, self._stopping = self.proc, True
             if proc is None:
                 return
-            if proc.stdin is not None:
-                try:
-                    proc.stdin.close()
-                except OSError:
-                    pass
-            if self._fd is not None:
-                os.close(self._fd)
-                self._fd = None
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            self._close_when_written(fd)
+        if proc.stdin is not None:  # the child reads the journal to its end, then exits
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
         try:
             proc.wait(60)
         except subprocess.TimeoutExpired:
@@ -184,24 +187,74 @@ class ProcessWriter:
 
     # -- internals -----------------------------------------------------------------------
     def _write(self, kind: bytes, key: int, payload: bytes) -> None:
+        """Append one record.  No I/O under ``_lock``: ``os.write`` gives up the interpreter
+        and taking it back waits behind the application's other threads, so a lock held
+        across it made every thread wait for the slowest (O_APPEND keeps each write whole
+        and in the order the calls were made)."""
+        record = HEADER.pack(kind, key, len(payload)) + payload
         with self._lock:
             if self.dead is not None or self._stopping:
                 return
             try:
                 if self.proc is None:
                     self._start()
-                assert self._fd is not None
-                if self._size >= JOURNAL_BYTES and kind != FLUSH:
-                    self._rotate()
-                _write_all(self._fd, HEADER.pack(kind, key, len(payload)) + payload)
-                self._size += HEADER.size + len(payload)
             except OSError as exc:
-                self._died(StoreError(f"the recorder's journal cannot be written ({exc}); "
-                                      "recording stopped, the application's streams go on",
-                                      code="recorder_process_died"))
+                self._died(_journal_failed(exc))
+                return
+            if self._size >= JOURNAL_BYTES and kind != FLUSH:
+                old = self._switch()
+            else:
+                old = None
+            fd = self._fd
+            assert fd is not None
+            self._size += len(record)
+            self._writing[fd] = self._writing.get(fd, 0) + 1
+        try:
+            if os.write(fd, record) != len(record):
+                raise OSError("a journal record was written in part (is the disk full?)")
+        except OSError as exc:
+            self._died(_journal_failed(exc))
+        finally:
+            with self._lock:
+                self._writing[fd] -= 1
+        if old is not None:
+            self._close_old(*old)
+
+    def _switch(self) -> tuple[int, str]:
+        """Start the next journal file (under ``_lock``); the old one is closed by
+        ``_close_old`` once the writes already going to it are done."""
+        assert self._fd is not None and self._dir is not None
+        self._rotations += 1
+        path = os.path.join(self._dir, f"journal-{self._rotations}")
+        old = self._fd
+        self._fd, self._size = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0
+        return old, path
+
+    def _wait_for_writes(self, fd: int) -> None:
+        while True:
+            with self._lock:
+                if not self._writing.get(fd):
+                    self._writing.pop(fd, None)
+                    return
+            time.sleep(0.0005)
+
+    def _close_when_written(self, fd: int) -> None:
+        self._wait_for_writes(fd)
+        os.close(fd)
+
+    def _close_old(self, fd: int, path: str) -> None:
+        """End the old file with the name of the next, after every write to it is done:
+        the child reads the next file once it has read that record."""
+        self._wait_for_writes(fd)
+        name = path.encode()
+        try:
+            _write_all(fd, HEADER.pack(ROTATE, 0, len(name)) + name)
+        except OSError as exc:
+            self._died(_journal_failed(exc))
+        os.close(fd)
 
     def _start(self) -> None:
-        self._dir = tempfile.mkdtemp(prefix="tracestore-journal-")
+        self._dir = tempfile.mkdtemp(prefix="tracestore-journal-", dir=_journal_root())
         path = os.path.join(self._dir, "journal-0")
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         env = dict(os.environ)
@@ -212,16 +265,6 @@ class ProcessWriter:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         threading.Thread(target=self._read_answers, args=(self.proc,), daemon=True,
                          name="tracestore-recorder-answers").start()
-
-    def _rotate(self) -> None:
-        assert self._fd is not None and self._dir is not None
-        self._rotations = getattr(self, "_rotations", 0) + 1
-        path = os.path.join(self._dir, f"journal-{self._rotations}")
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        name = path.encode()
-        _write_all(self._fd, HEADER.pack(ROTATE, 0, len(name)) + name)
-        os.close(self._fd)
-        self._fd, self._size = fd, 0
 
     def _wake(self) -> None:
         proc = self.proc
@@ -268,6 +311,20 @@ class ProcessWriter:
             self.owner.failed(error)
         with self._acked:
             self._acked.notify_all()
+
+
+def _journal_root() -> str | None:
+    """Where journals go: memory-backed ``/dev/shm`` where there is one (a write there never
+    waits for a disk journal; it outlives the application's process, which is what it is
+    for), else the temporary directory."""
+    root = os.environ.get("TRACESTORE_JOURNAL_DIR") or "/dev/shm"
+    return root if os.path.isdir(root) and os.access(root, os.W_OK) else None
+
+
+def _journal_failed(exc: OSError) -> StoreError:
+    return StoreError(f"the recorder's journal cannot be written ({exc}); recording "
+                      "stopped, the application's streams go on",
+                      code="recorder_process_died")
 
 
 def unavailable() -> InputError:
@@ -321,6 +378,20 @@ def _answer(kind: bytes, body: bytes) -> None:
         pass  # the application is gone: the journal is still recorded to its end
 
 
+def _lower_priority() -> None:
+    """Run only on CPU the application leaves: the idle scheduling class where the system
+    has one (Linux ``SCHED_IDLE``), else ``NICE``."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined]
+        return
+    except (AttributeError, OSError):
+        pass
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
+
+
 def child_main(path: str) -> int:
     """Record the journal at ``path`` (and the files it rotates to) until the parent closes
     this process's stdin and the journal is read to its end."""
@@ -331,10 +402,7 @@ def child_main(path: str) -> int:
     from tracestore.recording.recorder import Recorder, TraceRecorder
     from tracestore.recording.turn import AttemptHandle
 
-    try:
-        os.nice(NICE)
-    except OSError:
-        pass
+    _lower_priority()
     answers = threading.Lock()
 
     class Replica(BodyRecording):
