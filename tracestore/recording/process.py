@@ -35,7 +35,7 @@ import time
 import warnings
 from typing import Any
 
-from tracestore.errors import InputError, StoreError, TracestoreError
+from tracestore.errors import AttemptClosedError, InputError, StoreError, TracestoreError
 
 #: A record: kind (1 byte), the attempt's key in this journal, the payload's length.
 HEADER = struct.Struct("<cII")
@@ -124,8 +124,8 @@ class ProcessWriter:
             _defer.on = False
         rec = trace.recorder
         if rec.closed:
-            self.owner.failed(StoreError("this recorder is closed; it records nothing more",
-                                         code="recorder_closed"))
+            self.owner.failed(AttemptClosedError("this recorder is closed; it records "
+                                                 "nothing more", code="recorder_closed"))
             return None
         url = rec.store.url
         if is_memory_sqlite(url):
@@ -382,7 +382,7 @@ def _lower_priority() -> None:
     """Run only on CPU the application leaves: the idle scheduling class where the system
     has one (Linux ``SCHED_IDLE``), else ``NICE``."""
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # type: ignore[attr-defined]
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         return
     except (AttributeError, OSError):
         pass
@@ -460,7 +460,8 @@ def child_main(path: str) -> int:
         request, headers = info["request"], info["headers"]
         settings: Any = info["settings"]
         if settings is None and request is not None:
-            settings = (lambda: request_settings(_Request(*request)))
+            def settings() -> dict[str, Any]:
+                return request_settings(_Request(*request))
         owner.next = (trace, info["attempt_id"], info["retry_of"])
         attempt = BodyAttempt(owner, info["api"], info["framing"], settings or {},
                               (lambda: body_size(headers)) if headers is not None else None,
