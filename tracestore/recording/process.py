@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import struct
 import subprocess
 import sys
@@ -48,8 +49,8 @@ JOURNAL_BYTES = 64 * 1024 * 1024
 #: How long the child sleeps when the journal has nothing new (seconds, at most).
 IDLE_POLL = 0.02
 
-#: The child's niceness where the idle scheduling class is not to be had.
-NICE = 10
+#: The child's niceness: the lowest priority that still always makes progress.
+NICE = 19
 
 _defer = threading.local()
 
@@ -299,6 +300,8 @@ class ProcessWriter:
             elif kind == b"B":  # the child finished cleanly
                 return
         status = proc.wait()
+        if self._dir is not None:  # the child is gone: no one reads the journal any more
+            shutil.rmtree(self._dir, ignore_errors=True)
         if not self._stopping or status != 0:
             self._died(StoreError(f"the recorder's writer process exited (status {status}); "
                                   "what it had not committed is not recorded, the "
@@ -369,25 +372,23 @@ class _Request:
         self.content = content
 
 
+_answers_fd: list[int] = []
+
+
 def _answer(kind: bytes, body: bytes) -> None:
-    out = sys.stdout.buffer
     try:
-        out.write(kind + struct.pack("<I", len(body)) + body)
-        out.flush()
+        _write_all(_answers_fd[0], kind + struct.pack("<I", len(body)) + body)
     except OSError:
         pass  # the application is gone: the journal is still recorded to its end
 
 
 def _lower_priority() -> None:
-    """Run only on CPU the application leaves: the idle scheduling class where the system
-    has one (Linux ``SCHED_IDLE``), else ``NICE``."""
+    """Take only the CPU the application leaves: the lowest priority of the normal class
+    (nice 19: about 1.5% of a core against one busy thread of the application, yet never
+    starved the way Linux's idle class can starve it on a loaded machine, so the journal
+    cannot grow without bound)."""
     try:
-        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        return
-    except (AttributeError, OSError):
-        pass
-    try:
-        os.nice(NICE)
+        os.nice(NICE - os.nice(0))
     except OSError:
         pass
 
@@ -403,6 +404,8 @@ def child_main(path: str) -> int:
     from tracestore.recording.turn import AttemptHandle
 
     _lower_priority()
+    _answers_fd.append(os.dup(1))  # answers only: anything printed goes to stderr instead
+    os.dup2(2, 1)
     answers = threading.Lock()
 
     class Replica(BodyRecording):
