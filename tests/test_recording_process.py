@@ -293,3 +293,33 @@ def test_the_async_twin_with_the_openai_client_records_what_ingest_records(
         assert (decision.status, decision.answer) == ("released", text) == (
             expected.status, expected.answer)
         transport.process.stop()
+
+
+def test_a_child_too_far_behind_refuses_new_attempts_never_a_running_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracestore.recording import process
+
+    monkeypatch.setattr(process, "MAX_BACKLOG_BYTES", 1)  # any unacknowledged byte is "behind"
+    data = CAPTURE.read_bytes()
+    with Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
+        owner = _process_owner(rec.trace("q"))
+        first = owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+        first.received(data[:100])  # opened with nothing behind
+        second = owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            second.received(data[:100])  # the child has not answered for the first: refused
+            second.received(data[100:])
+            second.ended()
+        first.received(data[100:])  # the running attempt goes on to its end
+        first.ended()
+        owner.flush()  # the child's answer says how far it has recorded
+        third = owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+        third.received(data)
+        third.ended()
+        owner.flush()
+        assert [f.code for f in owner.failures] == ["recording_lagged"]
+        assert [a.attempt_id for a in owner.attempts] == \
+            [first.handle.attempt_id, third.handle.attempt_id]
+        assert first.handle.decision().status == third.handle.decision().status != "pending"
+        owner.stop_writer()

@@ -46,6 +46,15 @@ OPEN, CHUNK, CALL, FLUSH, ROTATE = b"O", b"C", b"K", b"F", b"R"
 #: deletes each file it has recorded to the end (so disk use follows the child's lag).
 JOURNAL_BYTES = 64 * 1024 * 1024
 
+#: Journaled bytes the child may be behind before a NEW attempt is refused
+#: (``recording_lagged``; attempts already recording go on, so each keeps a whole prefix):
+#: the journal's memory stays bounded when the application streams faster, for longer,
+#: than the child (about one core) can record.
+MAX_BACKLOG_BYTES = 512 * 1024 * 1024
+
+#: The child tells the application how far it has read every this many bytes.
+PROGRESS_BYTES = 1024 * 1024
+
 #: How long the child sleeps when the journal has nothing new (seconds, at most).
 IDLE_POLL = 0.02
 
@@ -95,6 +104,8 @@ class ProcessWriter:
         self._acked = threading.Condition()
         self._keys = 0
         self._seq = self._acked_seq = 0
+        self._written = 0   # journaled bytes (rotation marks not counted) ...
+        self.consumed = 0   # ... and those the child said it has recorded
         self._fd: int | None = None
         self._size = 0
         self._writing: dict[int, int] = {}   # journal fd -> writes to it in progress
@@ -127,6 +138,12 @@ class ProcessWriter:
         if rec.closed:
             self.owner.failed(AttemptClosedError("this recorder is closed; it records "
                                                  "nothing more", code="recorder_closed"))
+            return None
+        if self._written - self.consumed > MAX_BACKLOG_BYTES:
+            self.owner.failed(StoreError(
+                f"the recorder's writer process is {self._written - self.consumed} journaled "
+                f"bytes behind (more than {MAX_BACKLOG_BYTES}); this attempt is not "
+                "recorded, the application's stream goes on", code="recording_lagged"))
             return None
         url = rec.store.url
         if is_memory_sqlite(url):
@@ -209,6 +226,7 @@ class ProcessWriter:
             fd = self._fd
             assert fd is not None
             self._size += len(record)
+            self._written += len(record)
             self._writing[fd] = self._writing.get(fd, 0) + 1
         try:
             if os.write(fd, record) != len(record):
@@ -286,9 +304,13 @@ class ProcessWriter:
                 break
             kind, size = head[:1], struct.unpack("<I", head[1:])[0]
             body = out.read(size)
-            if kind == b"A":
+            if kind == b"P":
+                self.consumed = max(self.consumed, struct.unpack("<Q", body)[0])
+            elif kind == b"A":
+                seq, consumed = struct.unpack("<QQ", body)
                 with self._acked:
-                    self._acked_seq = max(self._acked_seq, struct.unpack("<Q", body)[0])
+                    self.consumed = max(self.consumed, consumed)
+                    self._acked_seq = max(self._acked_seq, seq)
                     self._acked.notify_all()
             elif kind == b"E":
                 try:
@@ -494,7 +516,7 @@ def child_main(path: str) -> int:
         elif kind == FLUSH:
             owner.flush()
             with answers:
-                _answer(b"A", payload)
+                _answer(b"A", payload + struct.pack("<Q", consumed))
         elif kind == ROTATE:
             os.close(fd)
             os.unlink(_current[0])
@@ -503,6 +525,7 @@ def child_main(path: str) -> int:
 
     _current = [path]
     idle = 0.001
+    consumed = reported = 0
     while True:
         data = os.read(fd, 1 << 20)
         if data:
@@ -515,6 +538,8 @@ def child_main(path: str) -> int:
                     break
                 payload = bytes(buffer[start + HEADER.size:end])
                 start = end
+                if kind != ROTATE:  # the application counts what it journaled the same way
+                    consumed += HEADER.size + size
                 try:
                     run(kind, key, payload)
                 except Exception as exc:  # noqa: BLE001 - one bad record stops nothing else
@@ -526,6 +551,10 @@ def child_main(path: str) -> int:
                     start = 0
                     break
             del buffer[:start]
+            if consumed - reported >= PROGRESS_BYTES:
+                reported = consumed
+                with answers:
+                    _answer(b"P", struct.pack("<Q", consumed))
             idle = 0.001
             continue
         if parent_gone:
