@@ -81,13 +81,30 @@ def request_settings(request: Any) -> dict[str, Any]:
     return settings
 
 
+def raw_header(headers: Any, name: bytes) -> str | None:
+    """One header's value (the first), read from ``headers.raw``: an httpx ``Headers.get``
+    decodes and joins every header on each call (~10-30 us), and these are read in the
+    application's thread before its first byte."""
+    raw = getattr(headers, "raw", None)
+    if raw is None:
+        value = headers.get(name.decode())
+        return None if value is None else str(value)
+    for key, value in raw:
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _content_type(response: Any) -> str:
+    return (raw_header(response.headers, b"content-type") or "").split(";", 1)[0].strip().lower()
+
+
 def _is_streaming(request: Any, response: Any) -> bool:
     """A stream's content type, Gemini's streaming path, or an error response (4xx/5xx) to
     a request that asked for a stream (``"stream": true``) — a provider refusing a streamed
     request (a bad key, an unknown model) answers with one JSON error body, recorded as the
     attempt's evidence (``failed``, as ``ingest`` of the body says) once it is read."""
-    ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if ctype in _STREAM_TYPES:
+    if _content_type(response) in _STREAM_TYPES:
         return True
     if ":streamGenerateContent" in request.url.path:
         return True
@@ -104,8 +121,7 @@ def _asked_for_stream(request: Any) -> bool:
 
 
 def _framing(response: Any) -> str | None:
-    ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return _STREAM_TYPES.get(ctype)
+    return _STREAM_TYPES.get(_content_type(response))
 
 
 def body_size(headers: Any) -> int | None:
@@ -286,4 +302,5 @@ def AsyncRecordingTransport(trace: Any = None, inner: Any = None, *, http: Any =
     return _classes(http or _default_http())[1](trace, inner, background, writer)
 
 
-__all__ = ["AsyncRecordingTransport", "RecordingTransport", "api_for_path", "request_settings"]
+__all__ = ["AsyncRecordingTransport", "RecordingTransport", "api_for_path", "raw_header",
+           "request_settings"]

@@ -372,13 +372,20 @@ def _request_parts(request: Any) -> tuple[str, str | None, bytes] | None:
         content = bytes(request.content)
     except Exception:  # noqa: BLE001 - a streamed request body that was not read: no settings
         content = b""
-    return request.url.path, request.headers.get("user-agent"), content
+    from tracestore.recording.httpx_capture import raw_header
+
+    agent = raw_header(request.headers, b"user-agent")
+    return request.url.path, agent, content
 
 
 def _size_headers(headers: Any) -> dict[str, str] | None:
     if headers is None:
         return None
-    return {k: headers[k] for k in ("content-length", "content-encoding") if k in headers}
+    from tracestore.recording.httpx_capture import raw_header
+
+    found = {name: raw_header(headers, name.encode())
+             for name in ("content-length", "content-encoding")}
+    return {name: value for name, value in found.items() if value is not None}
 
 
 # -- the child -------------------------------------------------------------------------------
