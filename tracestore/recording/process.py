@@ -55,8 +55,20 @@ MAX_BACKLOG_BYTES = 512 * 1024 * 1024
 #: The child tells the application how far it has read every this many bytes.
 PROGRESS_BYTES = 1024 * 1024
 
-#: How long the child sleeps when the journal has nothing new (seconds, at most).
-IDLE_POLL = 0.02
+#: How often the child looks at the journal while nothing wakes it (seconds).
+POLL_SECONDS = 0.005
+
+#: The child holds back while the journal grows (the application is streaming) and
+#: records once it has been quiet this long (seconds) ...
+QUIET_SECONDS = 0.02
+
+#: ... or once this much is held, or the oldest held record is this old (seconds): what is
+#: held is in the journal, so a crash of the application loses none of it.
+HOLD_BYTES = 16 * 1024 * 1024
+HOLD_SECONDS = 2.0
+
+#: The child reads the journal this much at a time.
+READ_BYTES = 1 << 20
 
 #: The child's niceness: the lowest priority that still always makes progress.
 NICE = 19
@@ -531,45 +543,67 @@ def child_main(path: str) -> int:
             fd = os.open(_current[0], os.O_RDONLY)
 
     _current = [path]
-    idle = 0.001
     consumed = reported = 0
+    held_since = last_data = 0.0
+    flush_asked = False
+
+    def record_buffer() -> None:
+        """Record every whole record in ``buffer`` (a part at its end waits for the rest)."""
+        nonlocal consumed, reported
+        start = 0
+        while len(buffer) - start >= HEADER.size:
+            kind, key, size = HEADER.unpack_from(buffer, start)
+            end = start + HEADER.size + size
+            if end > len(buffer):
+                break
+            payload = bytes(buffer[start + HEADER.size:end])
+            start = end
+            if kind != ROTATE:  # the application counts what it journaled the same way
+                consumed += HEADER.size + size
+            try:
+                run(kind, key, payload)
+            except Exception as exc:  # noqa: BLE001 - one bad record stops nothing else
+                owner.failed(StoreError(f"the recorder's writer process could not record "
+                                        f"a journal record ({exc!r})", code="recording_failed"))
+            if kind == ROTATE:  # the last record of its file: the rest is in the next
+                break
+        del buffer[:start]
+        if consumed - reported >= PROGRESS_BYTES:
+            reported = consumed
+            with answers:
+                _answer(b"P", struct.pack("<Q", consumed))
+
     while True:
-        data = os.read(fd, 1 << 20)
+        data = os.read(fd, READ_BYTES)
+        now = time.monotonic()
         if data:
+            if not buffer:
+                held_since = now
             buffer += data
-            start = 0
-            while len(buffer) - start >= HEADER.size:
-                kind, key, size = HEADER.unpack_from(buffer, start)
-                end = start + HEADER.size + size
-                if end > len(buffer):
-                    break
-                payload = bytes(buffer[start + HEADER.size:end])
-                start = end
-                if kind != ROTATE:  # the application counts what it journaled the same way
-                    consumed += HEADER.size + size
-                try:
-                    run(kind, key, payload)
-                except Exception as exc:  # noqa: BLE001 - one bad record stops nothing else
-                    owner.failed(StoreError(f"the recorder's writer process could not "
-                                            f"record a journal record ({exc!r})",
-                                            code="recording_failed"))
-                if kind == ROTATE:
-                    del buffer[:start]
-                    start = 0
-                    break
-            del buffer[:start]
-            if consumed - reported >= PROGRESS_BYTES:
-                reported = consumed
-                with answers:
-                    _answer(b"P", struct.pack("<Q", consumed))
-            idle = 0.001
-            continue
+            last_data = now
+            if len(data) == READ_BYTES:
+                continue  # more is waiting: read it before deciding
+        # Hold back while the journal grows (the application is streaming), as the writer
+        # thread waits for the application's pause: recording then would compete with it
+        # for the machine.  A flush, the parent's exit, a quiet journal, HOLD_BYTES held or
+        # HOLD_SECONDS waited end the hold.
+        if buffer and (flush_asked or parent_gone or now - last_data >= QUIET_SECONDS
+                       or len(buffer) >= HOLD_BYTES or now - held_since >= HOLD_SECONDS):
+            before = len(buffer)
+            record_buffer()
+            if len(buffer) < before:  # recorded some: read on (a part record may be left)
+                flush_asked = False
+                held_since = now
+                continue
         if parent_gone:
             break  # the journal is read to its end and nothing more can come
-        ready, _, _ = select.select([control], [], [], idle)
-        idle = min(idle * 2, IDLE_POLL)
-        if ready and not os.read(control, 4096):
-            parent_gone = True  # one more read of the journal to its end, then stop
+        ready, _, _ = select.select([control], [], [], POLL_SECONDS)
+        if ready:
+            woken = os.read(control, 4096)
+            if woken:
+                flush_asked = True
+            else:
+                parent_gone = True  # one more read of the journal to its end, then stop
     owner.flush()
     owner.stop_writer()
     for rec in recorders.values():
