@@ -64,7 +64,7 @@ QUIET_SECONDS = 0.02
 
 #: ... or once this much is held, or the oldest held record is this old (seconds): what is
 #: held is in the journal, so a crash of the application loses none of it.
-HOLD_BYTES = 16 * 1024 * 1024
+HOLD_BYTES = 32 * 1024 * 1024
 HOLD_SECONDS = 2.0
 
 #: The child reads the journal this much at a time.
