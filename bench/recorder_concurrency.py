@@ -4,6 +4,7 @@ plain client, in the same run (rounds interleaved, so drift hits both alike).
 
     .venv/bin/python bench/recorder_concurrency.py [--streams 10 100] [--rounds 3]
         [--pace-ms 5] [--server-chunk 2048] [--capture PATH] [--server-in-process]
+        [--writer thread process]
 
 The upstream (a local server pacing a capture) runs in its own process by default, as a
 provider does: in the application's process its pacing waits for the interpreter the
@@ -20,6 +21,7 @@ asserts: figures depend on the machine (each SQLite commit costs a disk sync).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -88,8 +90,19 @@ def one_round(client, url: str, streams: int, firsts: list[float],
     return time.perf_counter() - start
 
 
+def child_cpu(pid: int | None) -> float:
+    """CPU seconds (user + system) the writer process used so far (Linux /proc)."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
-        in_process: bool = False) -> None:
+        in_process: bool = False, writer: str = "thread") -> None:
     import httpx2
 
     from tracestore import Recorder
@@ -110,7 +123,8 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
         counter = iter(range(10**9))
         plain = httpx2.Client(limits=limits, timeout=120)
         transport = RecordingTransport(lambda: rec.trace(f"q-{next(counter)}"),
-                                       inner=httpx2.HTTPTransport(limits=limits))
+                                       inner=httpx2.HTTPTransport(limits=limits),
+                                       writer=writer)
         recorded = httpx2.Client(transport=transport, timeout=120)
         transactions = {"n": 0}
         for name in ("append_with", "append_groups"):
@@ -126,32 +140,45 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
         one_round(plain, url, 2, []), one_round(recorded, url, 2, [])  # warm both
         transport.flush()
         transactions["n"] = 0
-        settled = []
+        settled: list[float] = []
+        child: list[float] = []
         for _ in range(rounds):
             walls["plain"].append(one_round(plain, url, streams, firsts["plain"],
                                             cpus["plain"]))
-            used = time.process_time()
+            used, child_used = time.process_time(), child_cpu(transport_pid(transport))
             walls["recorded"].append(one_round(recorded, url, streams, firsts["recorded"]))
             start = time.perf_counter()
             transport.flush()
             settled.append(time.perf_counter() - start)
             cpus["recorded"].append(time.process_time() - used)  # the round + its recording
+            child.append(child_cpu(transport_pid(transport)) - child_used)
         assert not transport.failures, transport.failures
+        transport.close()
         attempts = rounds * streams
     wall = {m: statistics.median(v) for m, v in walls.items()}
     first = {m: statistics.median(v) for m, v in firsts.items()}
     cpu = {m: statistics.median(v) for m, v in cpus.items()}
     where = "in this process" if in_process else "in its own process"
-    print(f"{streams} concurrent streams, one shared transport, {rounds} rounds "
-          f"({capture.name}, {chunk} B every {pace * 1000:g} ms, upstream {where})")
+    print(f"{streams} concurrent streams, one shared transport, writer {writer}, {rounds} "
+          f"rounds ({capture.name}, {chunk} B every {pace * 1000:g} ms, upstream {where}; "
+          f"load average {os.getloadavg()[0]:.1f})")
     for mode in ("plain", "recorded"):
         print(f"  {mode:9} round wall {wall[mode]:7.3f} s   first chunk median "
               f"{first[mode] * 1000:7.2f} ms   process CPU {cpu[mode]:6.3f} s"
               + ("  (round + recording it)" if mode == "recorded" else ""))
+    if writer == "process":
+        print(f"  writer process CPU {statistics.median(child):6.3f} s per round (niced, "
+              "off the application's interpreter)")
+    counted = f"{transactions['n'] / attempts:.2f} transactions per attempt" \
+        if writer == "thread" else "transactions in the writer process (not counted)"
     print(f"  ratio recorded/plain: wall {wall['recorded'] / wall['plain']:.3f}x; first chunk "
-          f"{(first['recorded'] - first['plain']) * 1000:+.2f} ms; "
-          f"{transactions['n'] / attempts:.2f} transactions per attempt; writer settled "
+          f"{(first['recorded'] - first['plain']) * 1000:+.2f} ms; {counted}; writer settled "
           f"{statistics.median(settled) * 1000:.0f} ms after the round")
+
+
+def transport_pid(transport) -> int | None:
+    process = getattr(transport, "process", None)
+    return process.pid if process is not None else None
 
 
 def main() -> None:
@@ -161,12 +188,18 @@ def main() -> None:
     parser.add_argument("--capture", type=Path, default=DEFAULT_CAPTURE)
     parser.add_argument("--pace-ms", type=float, default=5.0)
     parser.add_argument("--server-chunk", type=int, default=2048)
+    parser.add_argument("--writer", nargs="+", choices=("thread", "process"),
+                        default=["thread", "process"],
+                        help="the recorder's writer: a thread in the application (default "
+                             "transport) or a child process (writer='process'); both by "
+                             "default, one after the other")
     parser.add_argument("--server-in-process", action="store_true",
                         help="serve the upstream from this process (the old setting)")
     args = parser.parse_args()
     for n in args.streams:
-        run(n, args.rounds, args.capture, args.pace_ms / 1000, args.server_chunk,
-            args.server_in_process)
+        for writer in args.writer:
+            run(n, args.rounds, args.capture, args.pace_ms / 1000, args.server_chunk,
+                args.server_in_process, writer)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,10 @@ class BodyAttempt:
         self.closing = False
         self.finished = False
         self.dead = False
+        self.key: int | None = None
+        "This attempt's key in the process writer's journal (once opened there)."
+        self.wire: tuple[Any, Any] = (None, None)
+        "The request and response headers, for the process writer's opening record."
         self.handle, self.retry_of = owner.assign(self)
         "This response's attempt (``turn.AttemptHandle``), fixed in the app's own context."
 
@@ -102,11 +106,49 @@ class BodyAttempt:
 
         self.owner.submit(work)
 
+    def later_record(self, method: str, *args: Any, **kwargs: Any) -> None:
+        """``recorder.<method>(*args, **kwargs)`` after every byte received so far is
+        recorded (``later_call``); in the writer process when the transport has one."""
+        if self.owner.process is not None:
+            self._journal(("call", method, args, kwargs))
+            return
+        self.later_call(lambda rec: getattr(rec, method)(*args, **kwargs))
+
+    # -- the process writer (``process.py``): the app's facts journaled, nothing decoded --
+    def _journaled(self) -> int | None:
+        """This attempt's key in the journal, opening it there first (None: not recorded)."""
+        if self.key is None and not self.dead:
+            self.key = self.owner.process.open(self)
+            if self.key is None:
+                self.dead = True
+            else:
+                self.owner.attempts.append(self.recorder)
+        return None if self.dead else self.key
+
+    def _journal(self, call: tuple[Any, ...]) -> None:
+        key = self._journaled()
+        if key is not None:
+            self.owner.process.call(key, call)
+
+    def _journal_end(self, call: tuple[Any, ...]) -> None:
+        """The first ending wins, as ``_end``; journaled for the child to record."""
+        with self.owner.state_lock:
+            if self.closing:
+                return
+            self.closing = self.finished = True
+            self.owner.live.discard(self)
+        self._journal(call)
+
     def received(self, chunk: bytes) -> None:
         """The app got ``chunk``.  In the background, it is queued for the writer now; in
         the foreground, the one before it is recorded now (after the app had it)."""
         chunk = bytes(chunk)
         self.received_bytes += len(chunk)
+        if self.owner.process is not None:
+            key = self._journaled()
+            if key is not None:
+                self.owner.process.chunk(key, chunk)
+            return
         if self.owner.background:
             self.owner.submit(Chunk(self, chunk))
             return
@@ -164,11 +206,17 @@ class BodyAttempt:
         self.ended()
 
     def ended(self) -> None:
+        if self.owner.process is not None:
+            self._journal_end(("drain",))
+            return
         self._end(lambda: self.recorder.drain())
 
     def broke(self, exc: BaseException) -> None:
         detail = f"{type(exc).__name__}: {exc}"[:500]
         outcome = "reset" if isinstance(exc, self.owner.broken) else "error"
+        if self.owner.process is not None:
+            self._journal_end(("drain", outcome, detail))
+            return
         self._end(lambda: self.recorder.drain(outcome, detail))
 
     def closed_early(self) -> None:
@@ -202,6 +250,9 @@ class BodyAttempt:
         drain ``eof``."""
         if self.refusal and size == 0:
             self._abandon()
+            return
+        if self.owner.process is not None:
+            self._journal_end(("closed_at", size, how))
             return
 
         def unread() -> str:
@@ -275,6 +326,8 @@ class BodyRecording:
         self._later: list[threading.Thread] = []
         self._assigned: dict[str | None, str] = {}  # trace id → newest attempt id assigned
         self._opened: set[str] = set()
+        self.process: Any = None
+        "The process writer (``process.ProcessWriter``) when the transport records in one."
         self.writer = Writer(self.lock, self.state_lock)
         self.writer.on_failure = self._batch_failed
 
@@ -305,10 +358,14 @@ class BodyRecording:
         """Wait until everything the application received so far is recorded."""
         while self._later:
             self._later.pop(0).join(30)
-        if self.background:
+        if self.process is not None:
+            self.process.flush()
+        elif self.background:
             self.writer.flush()
 
     def stop_writer(self) -> None:
+        if self.process is not None:
+            self.process.stop()
         self.writer.stop()
 
     def trace_for_attempt(self) -> Any:

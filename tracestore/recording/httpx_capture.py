@@ -81,13 +81,30 @@ def request_settings(request: Any) -> dict[str, Any]:
     return settings
 
 
+def raw_header(headers: Any, name: bytes) -> str | None:
+    """One header's value (the first), read from ``headers.raw``: an httpx ``Headers.get``
+    decodes and joins every header on each call (~10-30 us), and these are read in the
+    application's thread before its first byte."""
+    raw = getattr(headers, "raw", None)
+    if raw is None:
+        value = headers.get(name.decode())
+        return None if value is None else str(value)
+    for key, value in raw:
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _content_type(response: Any) -> str:
+    return (raw_header(response.headers, b"content-type") or "").split(";", 1)[0].strip().lower()
+
+
 def _is_streaming(request: Any, response: Any) -> bool:
     """A stream's content type, Gemini's streaming path, or an error response (4xx/5xx) to
     a request that asked for a stream (``"stream": true``) — a provider refusing a streamed
     request (a bad key, an unknown model) answers with one JSON error body, recorded as the
     attempt's evidence (``failed``, as ``ingest`` of the body says) once it is read."""
-    ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    if ctype in _STREAM_TYPES:
+    if _content_type(response) in _STREAM_TYPES:
         return True
     if ":streamGenerateContent" in request.url.path:
         return True
@@ -104,8 +121,7 @@ def _asked_for_stream(request: Any) -> bool:
 
 
 def _framing(response: Any) -> str | None:
-    ctype = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    return _STREAM_TYPES.get(ctype)
+    return _STREAM_TYPES.get(_content_type(response))
 
 
 def body_size(headers: Any) -> int | None:
@@ -126,10 +142,13 @@ def attempt_for(owner: BodyRecording, request: Any, response: Any) -> BodyAttemp
     handle, the turn, the API, the framing); the request's settings (a JSON parse of the
     request body) and the body's size are read by the writer when it needs them."""
     framing = _framing(response)
-    return owner.track(BodyAttempt(owner, api_for_path(request.url.path), framing,
-                                   lambda: request_settings(request),
-                                   lambda: body_size(response.headers),
-                                   refusal=framing is None and response.status_code >= 400))
+    attempt = BodyAttempt(owner, api_for_path(request.url.path), framing,
+                          lambda: request_settings(request),
+                          lambda: body_size(response.headers),
+                          refusal=framing is None and response.status_code >= 400)
+    if owner.process is not None:  # read by the writer process from its opening record
+        attempt.wire = (request, response.headers)
+    return owner.track(attempt)
 
 
 def _default_http() -> Any:
@@ -187,9 +206,11 @@ def _classes(http: Any) -> tuple[type, type]:
     class Sync(http.BaseTransport, BodyRecording):
         """Records streaming response bodies into ``trace`` (see the module docstring)."""
 
-        def __init__(self, trace: Any, inner: Any = None, background: bool = True) -> None:
+        def __init__(self, trace: Any, inner: Any = None, background: bool = True,
+                     writer: str = "thread") -> None:
             BodyRecording.__init__(self, trace, (http.NetworkError, http.RemoteProtocolError),
                                 background)
+            _choose_writer(self, writer)
             self.inner = inner or http.HTTPTransport()
 
         def handle_request(self, request: Any) -> Any:
@@ -206,9 +227,11 @@ def _classes(http: Any) -> tuple[type, type]:
     class Async(http.AsyncBaseTransport, BodyRecording):
         """The asyncio twin (``AsyncOpenAI``, ``AsyncAnthropic`` …)."""
 
-        def __init__(self, trace: Any, inner: Any = None, background: bool = True) -> None:
+        def __init__(self, trace: Any, inner: Any = None, background: bool = True,
+                     writer: str = "thread") -> None:
             BodyRecording.__init__(self, trace, (http.NetworkError, http.RemoteProtocolError),
                                 background)
+            _choose_writer(self, writer)
             self.inner = inner or http.AsyncHTTPTransport()
 
         async def handle_async_request(self, request: Any) -> Any:
@@ -226,8 +249,30 @@ def _classes(http: Any) -> tuple[type, type]:
     return Sync, Async
 
 
+def _choose_writer(owner: BodyRecording, writer: str) -> None:
+    """``writer="process"``: record in a child process (``process.py``); checked here, when
+    the application builds its client, never in a stream."""
+    from tracestore.errors import InputError
+
+    if writer == "thread":
+        return
+    if writer != "process":
+        raise InputError(f"unknown writer {writer!r}; expected thread or process",
+                         code="invalid_input")
+    if not owner.background:
+        raise InputError("writer='process' records in the background; it cannot be "
+                         "combined with background=False", code="invalid_input")
+    from tracestore.recording.process import ProcessWriter, unavailable
+    from tracestore.store.engine import is_memory_sqlite
+
+    trace = owner.trace
+    if trace is not None and not callable(trace) and is_memory_sqlite(trace.recorder.store.url):
+        raise unavailable()
+    owner.process = ProcessWriter(owner)
+
+
 def RecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
-                       background: bool = True) -> Any:
+                       background: bool = True, writer: str = "thread") -> Any:
     """A sync transport recording streaming bodies into ``trace`` (a ``TraceRecorder``, or
     a no-argument callable returning the trace for each new streamed response), or, with
     no trace, into the trace of the turn scope each response is streamed in
@@ -239,14 +284,23 @@ def RecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None
     reached the application, so the application never waits for the store; call
     ``transport.flush()`` before reading the log.  ``background=False`` records in the
     application's thread, each chunk when the next one is read.
+
+    ``writer="process"`` records in a child process instead of a thread (``process.py``):
+    the application's process only appends each chunk to a journal file, and the child
+    (niced, started on first use) decodes and writes to the same store, so recording costs
+    the application's interpreter almost nothing — for a server streaming many responses
+    at once through one client.  It needs a store another process can open (a SQLite file
+    or PostgreSQL); ``transport.attempts`` hold ``process.RemoteAttempt`` handles whose
+    ``decision()`` reads the store (call ``flush()`` first).
     """
-    return _classes(http or _default_http())[0](trace, inner, background)
+    return _classes(http or _default_http())[0](trace, inner, background, writer)
 
 
 def AsyncRecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
-                            background: bool = True) -> Any:
+                            background: bool = True, writer: str = "thread") -> Any:
     """The asyncio twin of :func:`RecordingTransport`."""
-    return _classes(http or _default_http())[1](trace, inner, background)
+    return _classes(http or _default_http())[1](trace, inner, background, writer)
 
 
-__all__ = ["AsyncRecordingTransport", "RecordingTransport", "api_for_path", "request_settings"]
+__all__ = ["AsyncRecordingTransport", "RecordingTransport", "api_for_path", "raw_header",
+           "request_settings"]

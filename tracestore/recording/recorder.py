@@ -38,6 +38,7 @@ from tracestore.ingest.plan import (
 )
 from tracestore.projections.release import ReleaseDecision
 from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_decisions
+from tracestore.recording.process import deferring
 from tracestore.recording.writer import current_batch
 from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.checks import (  # noqa: F401 - as_task_rule is imported from here
@@ -111,6 +112,10 @@ class Recorder:
         messages, request hash, schema, corpus identity, selected_context) that frames and
         citations are checked against.  Both are recorded once, with the trace."""
         self.check_open()
+        if deferring():  # a process writer's trace factory: the writer process opens it
+            return TraceRecorder(self, trace_id, opening={
+                "task": task, "profile": profile, "comparison": comparison,
+                "origin": origin, "contract": contract, "binding": binding})
         rule = as_task_rule(task)
         _check_profile(profile)
         opened = TraceOpened(trace_id=trace_id, task=rule, profile=profile,
@@ -161,8 +166,11 @@ class Recorder:
 class TraceRecorder:
     """A trace being recorded: opens attempts bound to their own reader objects."""
 
-    def __init__(self, recorder: Recorder, trace_id: str) -> None:
+    def __init__(self, recorder: Recorder, trace_id: str, *,
+                 opening: dict[str, Any] | None = None) -> None:
         self.recorder, self.trace_id = recorder, trace_id
+        self.opening = opening
+        "A trace still to be opened by a process writer: the arguments it is opened with."
 
     def attempt(self, attempt_id: str | None = None, *, api: str = "auto",
                 framing: str | None = None, retry_of: str | None = None,

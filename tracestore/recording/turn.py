@@ -116,11 +116,11 @@ class AttemptHandle:
         application had received (the writer's order); bad input raises now.
         ``cut_off=True``: the UI showed this partial text marked as cut off after a Stop."""
         self._check(destination, text, cut_off=cut_off)
-        self._body.later_call(lambda rec: rec.destination(destination, text, cut_off=cut_off))
+        self._body.later_record("destination", destination, text, cut_off=cut_off)
 
     def readback(self, destination: str, text: str) -> None:
         self._check(destination, text)
-        self._body.later_call(lambda rec: rec.readback(destination, text))
+        self._body.later_record("readback", destination, text)
 
     def decision(self) -> Any:
         """The release decision once everything received is recorded."""

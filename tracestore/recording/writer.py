@@ -152,6 +152,9 @@ def _opens_a_retry(work: Any) -> bool:
     if not isinstance(work, Chunk) or getattr(work.attempt, "recorder", True) is not None:
         return False
     owner = getattr(work.attempt, "owner", None)
+    opens_a_retry = getattr(owner, "opens_a_retry", None)
+    if callable(opens_a_retry):  # the writer process's transport
+        return bool(opens_a_retry(work.attempt))
     # A transport given one trace retries within it; a factory opens a fresh trace each time.
     return owner is None or not callable(owner.trace) and bool(getattr(owner, "_last", True))
 

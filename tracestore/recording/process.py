@@ -1,0 +1,402 @@
+"""The process writer: a transport's recording done by a child process, off the
+application's interpreter (``RecordingTransport(..., writer="process")``).
+
+The application's side (``ProcessWriter``) does no decoding and no store work: each fact
+of an attempt (opened with its ids and request, a chunk's bytes, its ending, a
+destination) is one length-prefixed record appended to a journal file with ``os.write``
+(the page cache: a write never waits for the child, and what was written survives the
+application's process being killed).  A child process (``python -m
+tracestore.recording.process_child JOURNAL``), started on first use and ``os.nice``'d so it
+takes only the CPU the application leaves, reads the journal and runs the same recording
+code the writer thread runs (``body.BodyAttempt`` and ``writer.Writer``: decoding, events,
+batches, decisions) against the same store URL.
+
+* Attempt ids, turns and retries are fixed in the application (``BodyRecording.assign``),
+  so ``transport.attempts``, turn handles and ``attempt_of`` work as with the thread; an
+  attempt's ``decision()`` is read from the store after ``flush``.
+* ``flush()`` appends a flush mark, wakes the child (its stdin) and returns when the child
+  answers (its stdout) that everything journaled before the mark is committed.
+* The application's process dies (even SIGKILL): the child sees its stdin close, records
+  the journal to its end (in-flight attempts stay ``pending``: no ending is made up), then
+  exits.  The child dies: the application's streams go on, ``transport.failures`` gets a
+  ``recorder_process_died`` error (warned once); a transaction is never half-written.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from tracestore.errors import AttemptClosedError, InputError, StoreError, TracestoreError
+
+#: A record: kind (1 byte), the attempt's key in this journal, the payload's length.
+HEADER = struct.Struct("<cII")
+OPEN, CHUNK, CALL, FLUSH, ROTATE = b"O", b"C", b"K", b"F", b"R"
+
+#: The application starts a new journal file once one holds this many bytes; the child
+#: deletes each file it has recorded to the end (so disk use follows the child's lag).
+JOURNAL_BYTES = 64 * 1024 * 1024
+
+#: Journaled bytes the child may be behind before a NEW attempt is refused
+#: (``recording_lagged``; attempts already recording go on, so each keeps a whole prefix):
+#: the journal's memory stays bounded when the application streams faster, for longer,
+#: than the child (about one core) can record.
+MAX_BACKLOG_BYTES = 512 * 1024 * 1024
+
+#: The child tells the application how far it has read every this many bytes.
+PROGRESS_BYTES = 1024 * 1024
+
+#: How often the child looks at the journal while nothing wakes it (seconds).
+POLL_SECONDS = 0.005
+
+#: The child holds back while the journal grows (the application is streaming) and
+#: records once it has been quiet this long (seconds) ...
+QUIET_SECONDS = 0.02
+
+#: ... or once this much is held, or the oldest held record is this old (seconds): what is
+#: held is in the journal, so a crash of the application loses none of it.
+HOLD_BYTES = 32 * 1024 * 1024
+HOLD_SECONDS = 2.0
+
+#: The child reads the journal this much at a time.
+READ_BYTES = 1 << 20
+
+#: The child's niceness: the lowest priority that still always makes progress.
+NICE = 19
+
+_defer = threading.local()
+
+
+def deferring() -> bool:
+    """Whether ``Recorder.trace`` on this thread should only note its arguments: the
+    process writer calls a transport's trace factory in the application, and the trace is
+    opened by the child."""
+    return getattr(_defer, "on", False)
+
+
+class RemoteAttempt:
+    """The application's view of an attempt the writer process records: its id and trace;
+    ``decision()`` reads the store (after ``flush``)."""
+
+    def __init__(self, trace: Any, attempt_id: str) -> None:
+        self.trace, self.attempt_id = trace, attempt_id
+
+    def decision(self) -> Any:
+        from tracestore.ingest.decisions import decide_attempt
+
+        rec = self.trace.recorder
+        with rec.lock:
+            rec.check_open()
+            decided = decide_attempt(rec.store, self.trace.trace_id, self.attempt_id)
+        if decided is None:
+            raise InputError(f"attempt {self.attempt_id!r} is not recorded (see the "
+                             "transport's failures)", code="not_started",
+                             attempt_id=self.attempt_id)
+        return decided
+
+    def __repr__(self) -> str:
+        return f"RemoteAttempt({self.attempt_id!r}, trace={self.trace.trace_id!r})"
+
+
+class ProcessWriter:
+    """The application's end of the journal (one per transport)."""
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+        self._lock = threading.Lock()     # one record at a time, in order
+        self._acked = threading.Condition()
+        self._keys = 0
+        self._seq = self._acked_seq = 0
+        self._written = 0   # journaled bytes (rotation marks not counted) ...
+        self.consumed = 0   # ... and those the child said it has recorded
+        self._fd: int | None = None
+        self._size = 0
+        self._writing: dict[int, int] = {}   # journal fd -> writes to it in progress
+        self._rotations = 0
+        self._dir: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.dead: TracestoreError | None = None
+        "Why the child cannot record any more (it died, the journal cannot be written)."
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    # -- the application's facts ---------------------------------------------------------
+    def open(self, attempt: Any) -> int | None:
+        """Journal the opening of ``attempt`` (a ``BodyAttempt``); its key, None when it
+        cannot be recorded (the failure is on ``transport.failures``)."""
+        from tracestore.store.engine import is_memory_sqlite
+
+        _defer.on = True
+        try:
+            trace = attempt.handle.trace  # a factory's trace: its arguments, opened by the child
+        except TracestoreError as exc:
+            self.owner.failed(exc)
+            return None
+        finally:
+            _defer.on = False
+        rec = trace.recorder
+        if rec.closed:
+            self.owner.failed(AttemptClosedError("this recorder is closed; it records "
+                                                 "nothing more", code="recorder_closed"))
+            return None
+        if self._written - self.consumed > MAX_BACKLOG_BYTES:
+            self.owner.failed(StoreError(
+                f"the recorder's writer process is {self._written - self.consumed} journaled "
+                f"bytes behind (more than {MAX_BACKLOG_BYTES}); this attempt is not "
+                "recorded, the application's stream goes on", code="recording_lagged"))
+            return None
+        url = rec.store.url
+        if is_memory_sqlite(url):
+            self.owner.failed(unavailable())
+            return None
+        request, headers = getattr(attempt, "wire", (None, None))
+        info = {"url": url, "trace_id": trace.trace_id,
+                "opening": getattr(trace, "opening", None),
+                "attempt_id": attempt.handle.attempt_id, "retry_of": attempt.retry_of,
+                "api": attempt.api, "framing": attempt.framing, "refusal": attempt.refusal,
+                "settings": attempt.settings if not callable(attempt.settings) else None,
+                "request": _request_parts(request), "headers": _size_headers(headers)}
+        with self._lock:
+            self._keys += 1
+            key = self._keys
+        self._write(OPEN, key, pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL))
+        attempt.recorder = RemoteAttempt(type(trace)(rec, trace.trace_id), info["attempt_id"])
+        return key
+
+    def chunk(self, key: int, data: bytes) -> None:
+        self._write(CHUNK, key, data)
+
+    def call(self, key: int, what: tuple[Any, ...]) -> None:
+        self._write(CALL, key, pickle.dumps(what, protocol=pickle.HIGHEST_PROTOCOL))
+
+    def flush(self) -> None:
+        """Return when the child has committed everything journaled before this call (at
+        once when there is no child, or it died: see ``transport.failures``)."""
+        with self._lock:
+            if self.proc is None or self.dead is not None:
+                return
+            self._seq += 1
+            seq = self._seq
+        self._write(FLUSH, 0, struct.pack("<Q", seq))
+        self._wake()
+        with self._acked:
+            while self._acked_seq < seq and self.dead is None:
+                self._acked.wait(1.0)
+
+    def stop(self) -> None:
+        """Flush, then let the child finish and exit (the transport's ``close``)."""
+        self.flush()
+        with self._lock:
+            proc, self._stopping = self.proc, True
+            if proc is None:
+                return
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            self._close_when_written(fd)
+        if proc.stdin is not None:  # the child reads the journal to its end, then exits
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            pass
+
+    # -- internals -----------------------------------------------------------------------
+    def _write(self, kind: bytes, key: int, payload: bytes) -> None:
+        """Append one record.  No I/O under ``_lock``: ``os.write`` gives up the interpreter
+        and taking it back waits behind the application's other threads, so a lock held
+        across it made every thread wait for the slowest (O_APPEND keeps each write whole
+        and in the order the calls were made)."""
+        record = HEADER.pack(kind, key, len(payload)) + payload
+        with self._lock:
+            if self.dead is not None or self._stopping:
+                return
+            try:
+                if self.proc is None:
+                    self._start()
+            except OSError as exc:
+                self._died(_journal_failed(exc))
+                return
+            if self._size >= JOURNAL_BYTES and kind != FLUSH:
+                old = self._switch()
+            else:
+                old = None
+            fd = self._fd
+            assert fd is not None
+            self._size += len(record)
+            self._written += len(record)
+            self._writing[fd] = self._writing.get(fd, 0) + 1
+        try:
+            if os.write(fd, record) != len(record):
+                raise OSError("a journal record was written in part (is the disk full?)")
+        except OSError as exc:
+            self._died(_journal_failed(exc))
+        finally:
+            with self._lock:
+                self._writing[fd] -= 1
+        if old is not None:
+            self._close_old(*old)
+
+    def _switch(self) -> tuple[int, str]:
+        """Start the next journal file (under ``_lock``); the old one is closed by
+        ``_close_old`` once the writes already going to it are done."""
+        assert self._fd is not None and self._dir is not None
+        self._rotations += 1
+        path = os.path.join(self._dir, f"journal-{self._rotations}")
+        old = self._fd
+        self._fd, self._size = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0
+        return old, path
+
+    def _wait_for_writes(self, fd: int) -> None:
+        while True:
+            with self._lock:
+                if not self._writing.get(fd):
+                    self._writing.pop(fd, None)
+                    return
+            time.sleep(0.0005)
+
+    def _close_when_written(self, fd: int) -> None:
+        self._wait_for_writes(fd)
+        os.close(fd)
+
+    def _close_old(self, fd: int, path: str) -> None:
+        """End the old file with the name of the next, after every write to it is done:
+        the child reads the next file once it has read that record."""
+        self._wait_for_writes(fd)
+        name = path.encode()
+        try:
+            _write_all(fd, HEADER.pack(ROTATE, 0, len(name)) + name)
+        except OSError as exc:
+            self._died(_journal_failed(exc))
+        os.close(fd)
+
+    def _start(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="tracestore-journal-", dir=_journal_root())
+        path = os.path.join(self._dir, "journal-0")
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        env = dict(os.environ)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tracestore.recording.process_child", path],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+        threading.Thread(target=self._read_answers, args=(self.proc,), daemon=True,
+                         name="tracestore-recorder-answers").start()
+
+    def _wake(self) -> None:
+        proc = self.proc
+        try:
+            if proc is not None and proc.stdin is not None:
+                proc.stdin.write(b"F")
+                proc.stdin.flush()
+        except (OSError, ValueError):
+            pass  # the child is gone: the answer reader says so
+
+    def _read_answers(self, proc: subprocess.Popen[bytes]) -> None:
+        """The child's answers: flush acknowledgements and recording failures."""
+        assert proc.stdout is not None
+        out = proc.stdout
+        while True:
+            head = out.read(5)
+            if len(head) < 5:
+                break
+            kind, size = head[:1], struct.unpack("<I", head[1:])[0]
+            body = out.read(size)
+            if kind == b"P":
+                self.consumed = max(self.consumed, struct.unpack("<Q", body)[0])
+            elif kind == b"A":
+                seq, consumed = struct.unpack("<QQ", body)
+                with self._acked:
+                    self.consumed = max(self.consumed, consumed)
+                    self._acked_seq = max(self._acked_seq, seq)
+                    self._acked.notify_all()
+            elif kind == b"E":
+                try:
+                    error = pickle.loads(body)
+                except Exception:  # noqa: BLE001 - an answer we cannot read is a failure too
+                    error = StoreError("the recorder's writer process reported a failure "
+                                       "that cannot be read", code="recording_failed")
+                self.owner.failed(error)
+            elif kind == b"B":  # the child finished cleanly
+                return
+        status = proc.wait()
+        if self._dir is not None:  # the child is gone: no one reads the journal any more
+            shutil.rmtree(self._dir, ignore_errors=True)
+        if not self._stopping or status != 0:
+            self._died(StoreError(f"the recorder's writer process exited (status {status}); "
+                                  "what it had not committed is not recorded, the "
+                                  "application's streams go on", code="recorder_process_died",
+                                  status=status))
+
+    def _died(self, error: TracestoreError) -> None:
+        if self.dead is None:
+            self.dead = error
+            self.owner.failed(error)
+        with self._acked:
+            self._acked.notify_all()
+
+
+def _journal_root() -> str | None:
+    """Where journals go: memory-backed ``/dev/shm`` where there is one (a write there never
+    waits for a disk journal; it outlives the application's process, which is what it is
+    for), else the temporary directory."""
+    root = os.environ.get("TRACESTORE_JOURNAL_DIR") or "/dev/shm"
+    return root if os.path.isdir(root) and os.access(root, os.W_OK) else None
+
+
+def _journal_failed(exc: OSError) -> StoreError:
+    return StoreError(f"the recorder's journal cannot be written ({exc}); recording "
+                      "stopped, the application's streams go on",
+                      code="recorder_process_died")
+
+
+def unavailable() -> InputError:
+    return InputError("the process writer records into a database another process can "
+                      "open (a SQLite file or PostgreSQL), not an in-memory one",
+                      code="process_writer_unavailable")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _request_parts(request: Any) -> tuple[str, str | None, bytes] | None:
+    """What ``request_settings`` reads of a request: path, user agent, body (if read)."""
+    if request is None:
+        return None
+    try:
+        content = bytes(request.content)
+    except Exception:  # noqa: BLE001 - a streamed request body that was not read: no settings
+        content = b""
+    from tracestore.recording.httpx_capture import raw_header
+
+    agent = raw_header(request.headers, b"user-agent")
+    return request.url.path, agent, content
+
+
+def _size_headers(headers: Any) -> dict[str, str] | None:
+    if headers is None:
+        return None
+    from tracestore.recording.httpx_capture import raw_header
+
+    found = {name: raw_header(headers, name.encode())
+             for name in ("content-length", "content-encoding")}
+    return {name: value for name, value in found.items() if value is not None}
+
+
+__all__ = ["JOURNAL_BYTES", "NICE", "ProcessWriter", "RemoteAttempt"]
