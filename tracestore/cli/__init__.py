@@ -84,6 +84,8 @@ def pydantic_plugin_entry_points_absent() -> bool:
            for finder in sys.meta_path):
         return False
     for entry in sys.path:
+        if not isinstance(entry, str):
+            return False
         folder = entry or "."
         if folder.lower().endswith(".egg") or (os.path.exists(folder)
                                                and not os.path.isdir(folder)):
