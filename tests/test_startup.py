@@ -166,9 +166,18 @@ def _counted(command_info, **kw):
     built.append(command_info.name or command_info.callback.__name__.replace("_", "-"))
     return _build(command_info, **kw)
 typer.main.get_command_from_info = _counted
+import importlib.metadata
+scans = []
+_entry_points = importlib.metadata.entry_points
+def _scanned(**kw):
+    scans.append(kw)
+    return _entry_points(**kw)
+importlib.metadata.entry_points = _scanned
 from tracestore.cli import main""").replace(
     '"modules": sorted(sys.modules)',
-    '"modules": sorted(sys.modules), "built": built, "frozen": gc.get_freeze_count()')
+    '"modules": sorted(sys.modules), "built": built, "frozen": gc.get_freeze_count(), '
+    '"plugin_scans": len(scans), "plugins": __import__("pydantic.plugin._loader").plugin'
+    '._loader._plugins')
 
 
 def run_counted(*args: str) -> tuple[str, int, dict[str, object]]:
@@ -196,8 +205,17 @@ def test_a_read_command_on_a_store_at_head_loads_no_migrations_rich_or_other_pro
                          "tracestore.providers.anthropic"}
     assert "tracestore.contracts.judge" not in modules
     # A stream's kinds only: review, agent-run, destination and live-segment models are
-    # defined when a command names them (review does).
-    assert ("tracestore.events.more_models" in modules) == (args[0] == "review")
+    # defined when a stored event or a write names them.  `review` tells the review,
+    # destination and segment kinds apart by their type strings (issue 25), so reading a
+    # stream attempt's record defines none of them.
+    assert "tracestore.events.more_models" not in modules
+    # No pydantic plugin is installed here: the scan was provably empty, so pydantic's own
+    # (every distribution's metadata) never ran, and no validator is a plugin wrapper.
+    assert report["plugin_scans"] == 0 and report["plugins"] == {}
+    # A read loads no write path: no ingest planner (a recorded decision's id is computed
+    # only to write one), no review amend planning, no signing registry.
+    assert sorted(m for m in modules if m in ("tracestore.ingest.plan", "tracestore.review.amend",
+                                             "tracestore.review.signing")) == []
     # Typer builds the one command that runs (not its module's other commands), and the
     # start-up heap was frozen before the command's own imports.
     assert report["built"] == [args[0]]
@@ -258,3 +276,43 @@ def test_the_event_vocabulary_is_whole_though_its_rarer_kinds_load_late() -> Non
     members = typing.get_args(typing.get_args(ev.Event)[0])
     assert [MODELS[t] for t in EVENT_TYPES] == list(members)
     assert MODELS.get("no.such.type") is None and "no.such.type" not in MODELS
+
+
+# Issue 25: the pydantic plugin scan is skipped only when it provably finds nothing.
+PLUGIN = """
+import os
+class Plugin:
+    def new_schema_validator(self, schema, schema_type, path, kind, config, settings):
+        with open(os.environ["SEEN_FILE"], "a", encoding="utf-8") as seen:
+            seen.write(path.name + "\\n")
+        return None, None, None
+plugin = Plugin()
+"""
+
+
+def test_an_installed_pydantic_plugin_still_sees_tracestores_validations(tmp_path: Path) -> None:
+    from tracestore.cli import pydantic_plugin_entry_points_absent
+
+    db = one_attempt_store(tmp_path)
+    site = tmp_path / "site"
+    (site / "seeplugin-1.0.dist-info").mkdir(parents=True)
+    (site / "seeplugin-1.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: seeplugin\nVersion: 1.0\n")
+    (site / "seeplugin-1.0.dist-info" / "entry_points.txt").write_text(
+        "[pydantic]\nsee = seeplugin:plugin\n")
+    (site / "seeplugin.py").write_text(PLUGIN)
+    seen = tmp_path / "seen.txt"
+    env = {**__import__("os").environ, "PYTHONPATH": str(site), "SEEN_FILE": str(seen)}
+    done = subprocess.run([sys.executable, "-c", PROBE,
+                           json.dumps(["release", "a1", "--json", "--db", str(db)])],
+                          capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert json.loads(done.stdout)["status"] == "held"
+    # pydantic found and loaded the plugin, which saw the event models validate rows.
+    assert "TraceOpened" in seen.read_text().split()
+    # The check itself: a plugin's entry point anywhere on the path means "scan".
+    assert pydantic_plugin_entry_points_absent() is True
+    sys.path.insert(0, str(site))
+    try:
+        assert pydantic_plugin_entry_points_absent() is False
+    finally:
+        sys.path.remove(str(site))

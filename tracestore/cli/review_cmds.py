@@ -145,15 +145,18 @@ def review(
                        "positions, and the names of the UNKNOWN fields.")] = False,
 ) -> None:
     """Fill a review record from an attempt's events; amend or approve it by appending."""
-    from tracestore.review import (
-        blank_record, check_reviewer, fill_record, load_template, parse_assignment,
-    )
+    from tracestore.review import blank_record, fill_record, load_template
 
     fmt = Format.json if as_json else fmt
-    sets = [parse_assignment(s) for s in set_ or []]
+    sets: list[tuple[str, str]] = []
+    if set_:  # amending: the amend module (and signing) load only for a write
+        from tracestore.review import parse_assignment
+
+        sets = [parse_assignment(s) for s in set_]
     _check_options(attempt, blank, bool(sets) or approve, history)
     signer = None
     if sets or approve:
+        from tracestore.review import check_reviewer
         from tracestore.review.signing import signing_key
 
         signer = signing_key(key)

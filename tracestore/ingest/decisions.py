@@ -37,7 +37,6 @@ from tracestore.events import (
     AttemptStarted, NewEvent, ReleaseDecided, SemanticJudged, StoredEvent,
     attempt_stream, trace_stream,
 )
-from tracestore.ingest.plan import id_prefix
 from tracestore.projections import reasons as R
 from tracestore.projections.release import (ReleaseDecision, ReleaseJudge, RuleInForce,
                                             rule_in_force)
@@ -146,6 +145,8 @@ def decide_attempt(store: EventStore, trace_id: str, attempt_id: str) -> Release
 def decision_id(attempt_id: str, rule_version: int | None, part: str) -> str:
     """The id of an attempt's ``part`` ("judged"/"decided") under a rule version: the same
     decision planned by two writers gets the same ids, and the store keeps it once."""
+    from tracestore.ingest.plan import id_prefix  # the write path's (release reads only)
+
     digest = id_prefix(attempt_id, f"release.decided\x1f{rule_version}")
     return f"{digest}{'7' if part == 'judged' else '6'}{0:011x}"
 

@@ -15,14 +15,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from tracestore.events import (
-    ANSWER_DESTINATIONS, AttemptStarted, DestinationReadBack, DestinationWritten, StoredEvent,
-)
+from tracestore.events import ANSWER_DESTINATIONS, AttemptStarted, StoredEvent
 from tracestore.projections import reasons as R
 from tracestore.projections.attempt import AttemptView
 from tracestore.projections.release import ReleaseDecision, ReleaseJudge, trace_attempts
+
+if TYPE_CHECKING:  # events.more_models: the kinds are told apart by their type strings,
+    # so reading a log without destination events never defines those models.
+    from tracestore.events import DestinationWritten
 
 #: The only text a destination may show before release (what the replay harness writes).
 PROGRESS_TEXT: Final = "Generating answer…"
@@ -127,7 +129,7 @@ def _judge_all(events: Sequence[StoredEvent], trace_id: str | None,
 def _writes(events: Sequence[StoredEvent], attempts: Mapping[str, _Judged]
             ) -> list[tuple[int, DestinationWritten]]:
     return [(e.position, e.event) for e in events
-            if isinstance(e.event, DestinationWritten) and e.event.attempt_id in attempts]
+            if e.event.type == "destination.written" and e.event.attempt_id in attempts]
 
 
 def audit(events: Sequence[StoredEvent], *, trace_id: str | None = None,
@@ -204,7 +206,7 @@ def _readback_violations(events: Sequence[StoredEvent],
     found: list[Violation] = []
     for stored in events:
         read = stored.event
-        if not isinstance(read, DestinationReadBack) or read.attempt_id not in judged:
+        if read.type != "destination.read_back" or read.attempt_id not in judged:
             continue
         j = judged[read.attempt_id]
 

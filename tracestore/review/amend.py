@@ -11,17 +11,18 @@ reviewers cannot both slip past the independence check).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tracestore.errors import InputError, ReviewError
-from tracestore.events import (
-    NewEvent, ReviewApproved, ReviewFieldSet, StoredEvent, review_stream,
-)
+from tracestore.events import NewEvent, StoredEvent, review_stream
 from tracestore.review.context import find_attempt, reviewer_key
 from tracestore.review.signing import (
     Registry, key_id, require_unsigned_allowed, sign, signer_name,
 )
 from tracestore.review.templates import Template
+
+if TYPE_CHECKING:  # events.more_models: defined when a review is first planned or read
+    from tracestore.events import ReviewApproved, ReviewFieldSet
 
 #: Longest reviewer value accepted (characters): a record cell, not a document.
 MAX_VALUE_CHARS: Final = 4000
@@ -82,11 +83,11 @@ def _independence(template: Template, attempt_id: str, events: Sequence[StoredEv
     def same(e: ReviewApproved | ReviewFieldSet) -> bool:
         return reviewer_key(e.reviewer) == me or (key_id is not None and e.key_id == key_id)
 
-    mine = [e for e in review if isinstance(e, ReviewApproved) and same(e)]
+    mine = [e for e in review if e.type == "review.approved" and same(e)]
     approved = bool(mine)
     # A stale approval (the record changed since) does not count: the record needs a new one.
     current = any(e.digest is not None and e.digest == digest for e in mine)
-    has_set = any(isinstance(e, ReviewFieldSet) and same(e) for e in review)
+    has_set = any(e.type == "review.field_set" and same(e) for e in review)
     if setting and approved:
         raise ReviewError(f"{reviewer} approved this record; an approver cannot also fill "
                           "it (ask another reviewer)", code="reviewer_not_independent",
@@ -234,6 +235,8 @@ def plan_review(template: Template, events: Sequence[StoredEvent], attempt_id: s
                   digest=digest, key_id=kid)
     if refusal is not None:
         raise refusal
+    from tracestore.events import ReviewApproved, ReviewFieldSet
+
     stream = review_stream(template.name, attempt_id)
     planned = [NewEvent(stream, ReviewFieldSet(attempt_id=attempt_id, template=template.name,
                                                field=f, value=v, reviewer=name, evidence=cited),

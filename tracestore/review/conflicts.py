@@ -304,14 +304,16 @@ def cancellation_conflict(value: str, ctx: ReviewContext) -> bool:
 
 # -- PASS-like values on UNKNOWN fields -----------------------------------------------------
 
-_PASS_LIKE: Final = re.compile(
+#: Compiled on the first reviewer value checked (``re`` caches it): a record read without
+#: amending does not pay for it.
+_PASS_LIKE: Final = (
     r"\b(?:pass(?:ed|es)?|ok|okay|yes|true|verified|confirmed|proven|succeeded|success(?:ful)?|"
-    r"cancell?ed|approved|acknowledged|receipt received|done)\b", re.IGNORECASE)
+    r"cancell?ed|approved|acknowledged|receipt received|done)\b")
 
 
 def pass_like(value: str) -> bool:
     """The value asserts success (PASS, verified, cancelled …), negations aside."""
-    return _PASS_LIKE.search(_positive(value)) is not None
+    return re.search(_PASS_LIKE, _positive(value), re.IGNORECASE) is not None
 
 
 __all__ = ["STOP_REASON_WORDS", "pass_like", "says_not_released", "says_released"]

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracestore.events import (
-    AttemptStarted, ReleaseDecided, ReviewApproved, ReviewFieldSet, StoredEvent, TraceOpened,
-    review_stream,
+    AttemptStarted, ReleaseDecided, StoredEvent, TraceOpened, review_stream,
 )
 from tracestore.projections import (
     AttemptDestinations, AttemptView, AuditReport, ReleaseDecision, audit,
@@ -95,7 +94,7 @@ class ReviewContext:
         """Amendments and approvals of THIS record (template + attempt), in order."""
         stream = review_stream(self.template, self.attempt_id)
         return [e for e in self.events if e.stream == stream
-                and isinstance(e.event, (ReviewFieldSet, ReviewApproved))]
+                and e.event.type in ("review.field_set", "review.approved")]
 
 
 def find_attempt(events: Sequence[StoredEvent], attempt_id: str) -> StoredEvent:

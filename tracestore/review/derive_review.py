@@ -8,7 +8,7 @@ they are reported as such and never presented as an application's readback.
 from __future__ import annotations
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import ANSWER_DESTINATIONS, CaptureSegment, CaptureStored, ReviewApproved, ReviewFieldSet
+from tracestore.events import ANSWER_DESTINATIONS, CaptureStored
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry, owed_destinations
 from tracestore.review.context import Derived, ReviewContext, deriver, reviewer_key
@@ -131,7 +131,7 @@ def evidence_gap(ctx: ReviewContext) -> Derived:
     if not _writes(ctx, "application"):
         gaps.append("application destination readback (only replay-harness writes)"
                     if _writes(ctx) else "any destination write")
-    if not any(isinstance(e.event, (CaptureStored, CaptureSegment))
+    if not any(isinstance(e.event, CaptureStored) or e.event.type == "capture.segment"
                for e in ctx.attempt_events()):
         origin = ctx.trace.origin if ctx.trace and ctx.trace.origin else "origin not recorded"
         gaps.append(f"raw capture bytes ({origin})")
@@ -161,12 +161,12 @@ UNASSIGNED = "UNASSIGNED; not approved"
 def independent_reviewer(ctx: ReviewContext) -> Derived:
     """Who approved this record, whether they stayed independent, and what came after."""
     review = ctx.review_events()
-    approvals = [e for e in review if isinstance(e.event, ReviewApproved)]
+    approvals = [e for e in review if e.event.type == "review.approved"]
     if not approvals:
         # The log holds every approval of this record, so "none" is a fact, not a gap.
         return Derived.of(UNASSIGNED)
     setters = {reviewer_key(e.event.reviewer) for e in review
-               if isinstance(e.event, ReviewFieldSet)}
+               if e.event.type == "review.field_set"}
     parts = ["Approved by " + listed([
         f"{e.event.reviewer} at {e.recorded_at.isoformat()} (#{e.position})" for e in approvals])]
     dependent = [e.event.reviewer for e in approvals if reviewer_key(e.event.reviewer) in setters]
@@ -175,7 +175,7 @@ def independent_reviewer(ctx: ReviewContext) -> Derived:
     else:
         parts.append("no approver set a field of this record")
     last = approvals[-1].position
-    later = [e.position for e in review if isinstance(e.event, ReviewFieldSet)
+    later = [e.position for e in review if e.event.type == "review.field_set"
              and e.position > last]
     if later:
         parts.append(f"amended after the last approval at {', '.join(f'#{p}' for p in later)}"

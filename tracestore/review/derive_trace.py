@@ -7,10 +7,7 @@ from __future__ import annotations
 import json
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import (
-    CaptureSegment, CaptureStored, DestinationWritten, FrameReceived, ModelDecision, SemanticJudged,
-    TaskRevised,
-)
+from tracestore.events import CaptureStored, FrameReceived, SemanticJudged, TaskRevised
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
 from tracestore.review.context import Derived, ReviewContext, deriver
@@ -110,10 +107,10 @@ def _application_reader(ctx: ReviewContext) -> str:
     for key in ("reader_revision", "client", "sdk"):
         if isinstance(request.get(key), str) and request[key]:
             return f"application {key.replace('_', ' ')} {request[key]} (recorded at start)"
-    ran = any(isinstance(e.event, DestinationWritten) and e.event.source == "application"
+    ran = any(e.event.type == "destination.written" and e.event.source == "application"
               for e in ctx.attempt_events()) or any(
         isinstance(e.event, CaptureStored) and e.event.framing != "projection"
-        or isinstance(e.event, CaptureSegment) for e in ctx.attempt_events())
+        or e.event.type == "capture.segment" for e in ctx.attempt_events())
     if ran:
         return "NOT PROVIDED; the application's reader/parser revision is not in the log"
     return ("NOT PROVIDED; no integration executed (no application capture, reader or "
@@ -223,7 +220,7 @@ def semantic_rule(ctx: ReviewContext) -> Derived | None:
 def trace_origin(ctx: ReviewContext) -> Derived | None:
     """Where the events came from: the recorded origin and any stored capture bytes."""
     captures = [e for e in ctx.attempt_events() if isinstance(e.event, CaptureStored)]
-    segments = [e for e in ctx.attempt_events() if isinstance(e.event, CaptureSegment)]
+    segments = [e for e in ctx.attempt_events() if e.event.type == "capture.segment"]
     if ctx.trace is None and not captures and not segments:
         return None
     origin = ctx.trace.origin if ctx.trace else None
@@ -266,7 +263,7 @@ def authority(ctx: ReviewContext) -> Derived | None:
     if p is None:
         return None
     tools = [a for a in ctx.view.anomalies if a.code == R.TOOL_USE_NOT_ALLOWED]
-    decisions = [e for e in ctx.attempt_events() if isinstance(e.event, ModelDecision)]
+    decisions = [e for e in ctx.attempt_events() if e.event.type == "model.decision"]
     parts = [f"Profile {p.name} {'allows' if p.tools_allowed else 'configures no'} tools"]
     if not (p.tools_allowed or tools or decisions):
         # Seed 003's summary, when each of its three parts is shown by the events.

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from tracestore.events import ReviewApproved, ReviewFieldSet, StoredEvent
+from tracestore.events import StoredEvent
 from tracestore.review.context import READS_VERSION, Derived, ReviewContext, build_context
 from tracestore.review.derivers import get_conflict_check, get_deriver
 from tracestore.review.templates import Template, TemplateField
@@ -156,7 +156,7 @@ class ReviewRecord:
 def amendments(review: Sequence[StoredEvent]) -> list[Amendment]:
     return [Amendment(e.event.field, e.event.value, e.event.reviewer, e.recorded_at.isoformat(),
                       e.position, tuple(e.event.evidence), e.event.key_id)
-            for e in review if isinstance(e.event, ReviewFieldSet)]
+            for e in review if e.event.type == "review.field_set"]
 
 
 def approvals(review: Sequence[StoredEvent], digest: str | None = None) -> list[Approval]:
@@ -164,7 +164,7 @@ def approvals(review: Sequence[StoredEvent], digest: str | None = None) -> list[
     return [Approval(e.event.reviewer, e.recorded_at.isoformat(), e.position, e.event.digest,
                      e.event.digest is None or e.event.digest != digest,
                      e.event.override_reason, e.event.key_id)
-            for e in review if isinstance(e.event, ReviewApproved)]
+            for e in review if e.event.type == "review.approved"]
 
 
 #: Fields filled by approvals themselves are not part of what an approval approves.

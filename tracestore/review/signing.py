@@ -23,12 +23,13 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from tracestore.errors import InputError, ReviewError
-from tracestore.events import (
-    NewEvent, ReviewerAdded, StoreSetting, StoredEvent, to_json_bytes,
-)
+from tracestore.events import NewEvent, StoredEvent, to_json_bytes
+
+if TYPE_CHECKING:  # events.more_models, defined when a registration is first read or made
+    from tracestore.events import ReviewerAdded
 
 KEY_ENV: Final = "TRACESTORE_REVIEWER_KEY"
 MESSAGE_PREFIX: Final = b"tracestore-review-signature-1\n"
@@ -149,9 +150,10 @@ class Registry:
 
     def add(self, stored: StoredEvent) -> None:
         event = stored.event
-        if isinstance(event, ReviewerAdded):
+        kind = getattr(event, "type", None)  # by type string: see the import above
+        if kind == "reviewer.added":
             self.keys[event.key_id] = event
-        elif isinstance(event, StoreSetting) and event.name == UNSIGNED_SETTING:
+        elif kind == "store.setting" and event.name == UNSIGNED_SETTING:
             self.unsigned = event.value
 
     @property
@@ -199,6 +201,8 @@ def require_unsigned_allowed(registry: Registry) -> None:
 
 
 def plan_reviewer(registry: Registry, name: str, pem: bytes) -> NewEvent:
+    from tracestore.events import ReviewerAdded
+
     key = public_of(load_key(pem, what="public key"))
     kid = key_id(key)
     if kid in registry.keys:
@@ -209,6 +213,8 @@ def plan_reviewer(registry: Registry, name: str, pem: bytes) -> NewEvent:
 
 
 def plan_setting(value: str, by: str | None, reason: str | None) -> NewEvent:
+    from tracestore.events import StoreSetting
+
     if value not in UNSIGNED_VALUES:
         raise InputError(f"unsigned_reviews is one of {', '.join(UNSIGNED_VALUES)}",
                          code="invalid_setting", value=value)
