@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tracestore.proxy.network import ChunkScanner
+from tracestore.proxy.chunked import ChunkScanner
 
 from proxyhelp import RESPONSES, frames_of, ingested, running, wait_for_drain
 

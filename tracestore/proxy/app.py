@@ -38,7 +38,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import request_response
 
 from tracestore.errors import InputError, NotFound, TracestoreError
-from tracestore.proxy.network import ChunkScanner, UpstreamPool, UpstreamResponse
+from tracestore.proxy.chunked import ChunkScanner
+from tracestore.proxy.network import UpstreamPool
+from tracestore.proxy.response import UpstreamResponse
 from tracestore.proxy.server import CLIENT_LEG, ClientLeg
 from tracestore.proxy.writer import ProxyRecording, StreamRecord
 from tracestore.recording.httpx_capture import api_for_path, request_settings
