@@ -260,38 +260,13 @@ def test_the_writer_process_killed_leaves_the_stream_going_and_says_so(
 
 def test_the_async_twin_with_the_openai_client_records_what_ingest_records(
         tmp_path: Path) -> None:
-    import asyncio
-    import json
-
-    import httpx2
-    import openai
-
-    from conftest import FIXTURES
-    from test_recording_sdk import frames_of, ingested
+    from test_recording_sdk import PARIS, assert_async_openai_recorded_as_ingested
 
     from tracestore.recording.httpx_capture import AsyncRecordingTransport
 
-    paris = json.loads((FIXTURES / "tasks" / "paris.json").read_text())
     with CaptureServer() as server, Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
-        server.routes["/v1/responses"] = route_for(RESPONSES, chunk=100)
-        transport = AsyncRecordingTransport(rec.trace("q", task=paris), writer="process")
-
-        async def main() -> str:
-            client = openai.AsyncOpenAI(api_key="t", base_url=f"{server.url}/v1",
-                                        max_retries=0,
-                                        http_client=httpx2.AsyncClient(transport=transport))
-            stream = await client.responses.create(model="gpt-4o", input="x", stream=True)
-            parts = [e.delta async for e in stream if e.type == "response.output_text.delta"]
-            return "".join(parts)
-
-        text = asyncio.run(main())
-        transport.flush()
-        (attempt,) = transport.attempts
-        frames, expected = ingested(RESPONSES, paris)
-        assert frames_of(rec, attempt.attempt_id) == frames
-        decision = attempt.decision()
-        assert (decision.status, decision.answer) == ("released", text) == (
-            expected.status, expected.answer)
+        transport = AsyncRecordingTransport(rec.trace("q", task=PARIS), writer="process")
+        assert_async_openai_recorded_as_ingested(rec, server, transport)
         transport.process.stop()
 
 

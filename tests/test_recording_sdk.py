@@ -220,11 +220,13 @@ def test_a_dropped_connection_is_interrupted_with_a_reset_drain(rec, server) -> 
     assert segments[-1].offset + segments[-1].size == 700  # every byte the app received
 
 
-def test_async_client_records_the_same_frames(rec, server) -> None:
+def assert_async_openai_recorded_as_ingested(rec, server, transport) -> None:
+    """The asyncio openai client streams the Responses capture through ``transport``: one
+    attempt, the frames ``ingest`` reads from the same bytes, released with the text the
+    application read (shared with the process writer's test)."""
     import openai
 
     server.routes["/v1/responses"] = route_for(RESPONSES, chunk=100)
-    transport = AsyncRecordingTransport(rec.trace("q", task=PARIS))
 
     async def main() -> str:
         client = openai.AsyncOpenAI(api_key="t", base_url=f"{server.url}/v1", max_retries=0,
@@ -241,6 +243,11 @@ def test_async_client_records_the_same_frames(rec, server) -> None:
     decision = attempt.decision()
     assert (decision.status, decision.answer) == ("released", text) == (
         expected.status, expected.answer)
+
+
+def test_async_client_records_the_same_frames(rec, server) -> None:
+    assert_async_openai_recorded_as_ingested(
+        rec, server, AsyncRecordingTransport(rec.trace("q", task=PARIS)))
 
 
 def test_a_retry_while_the_first_still_delivers_supersedes_it(rec, server) -> None:
