@@ -3,9 +3,10 @@ application's interpreter (``RecordingTransport(..., writer="process")``).
 
 The application's side (``ProcessWriter``) does no decoding and no store work: each fact
 of an attempt (opened with its ids and request, a chunk's bytes, its ending, a
-destination) is one length-prefixed record appended to a journal file with ``os.write``
-(the page cache: a write never waits for the child, and what was written survives the
-application's process being killed).  A child process (``python -m
+destination) is one length-prefixed record, taken in memory and appended to a journal file
+by the transport's journal thread (``os.write`` to the page cache: a write never waits for
+the child, and what was written survives the application's process being killed; the
+application's own threads make no system call for it, see ``_write``).  A child process (``python -m
 tracestore.recording.process_child JOURNAL``), started on first use and ``os.nice``'d so it
 takes only the CPU the application leaves, reads the journal and runs the same recording
 code the writer thread runs (``body.BodyAttempt`` and ``writer.Writer``: decoding, events,
@@ -16,8 +17,10 @@ batches, decisions) against the same store URL.
   attempt's ``decision()`` is read from the store after ``flush``.
 * ``flush()`` appends a flush mark, wakes the child (its stdin) and returns when the child
   answers (its stdout) that everything journaled before the mark is committed.
-* The application's process dies (even SIGKILL): the child sees its stdin close, records
-  the journal to its end (in-flight attempts stay ``pending``: no ending is made up), then
+* The application's process dies (even SIGKILL): what the journal thread had not yet
+  written is lost (the records taken since its last write: it writes as soon as it gets
+  the interpreter; never anything ``flush`` acknowledged); the child sees its stdin close,
+  records the journal to its end (in-flight attempts stay ``pending``: no ending is made up), then
   exits.  The child dies: the application's streams go on, ``transport.failures`` gets a
   ``recorder_process_died`` error (warned once); a transaction is never half-written.
 """
@@ -32,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from typing import Any
 
 from tracestore.errors import AttemptClosedError, InputError, StoreError, TracestoreError
@@ -119,7 +121,9 @@ class ProcessWriter:
         self.consumed = 0   # ... and those the child said it has recorded
         self._fd: int | None = None
         self._size = 0
-        self._writing: dict[int, int] = {}   # journal fd -> writes to it in progress
+        self._pending: list[bytes] = []      # records taken, not yet written (in order)
+        self._has_pending = threading.Condition(self._lock)
+        self._io_lock = threading.Lock()     # one writer of the journal at a time
         self._rotations = 0
         self._dir: str | None = None
         self.proc: subprocess.Popen[bytes] | None = None
@@ -189,6 +193,7 @@ class ProcessWriter:
             self._seq += 1
             seq = self._seq
         self._write(FLUSH, 0, struct.pack("<Q", seq))
+        self._drain()  # the mark is in the journal before the child is woken
         self._wake()
         with self._acked:
             while self._acked_seq < seq and self.dead is None:
@@ -199,11 +204,14 @@ class ProcessWriter:
         self.flush()
         with self._lock:
             proc, self._stopping = self.proc, True
+            self._has_pending.notify_all()
             if proc is None:
                 return
+        self._drain()
+        with self._io_lock:
             fd, self._fd = self._fd, None
-        if fd is not None:
-            self._close_when_written(fd)
+            if fd is not None:
+                os.close(fd)
         if proc.stdin is not None:  # the child reads the journal to its end, then exits
             try:
                 proc.stdin.close()
@@ -216,10 +224,11 @@ class ProcessWriter:
 
     # -- internals -----------------------------------------------------------------------
     def _write(self, kind: bytes, key: int, payload: bytes) -> None:
-        """Append one record.  No I/O under ``_lock``: ``os.write`` gives up the interpreter
-        and taking it back waits behind the application's other threads, so a lock held
-        across it made every thread wait for the slowest (O_APPEND keeps each write whole
-        and in the order the calls were made)."""
+        """Take one record; the journal thread (``_journal_loop``) appends it to the file.
+        The application's thread makes no system call here: a write gives up the
+        interpreter, and taking it back waits behind the application's other threads (with
+        100 streams each chunk's own ``os.write`` cost its thread up to a switch interval).
+        The journal thread writes whatever was taken while it waited, in the order taken."""
         record = HEADER.pack(kind, key, len(payload)) + payload
         with self._lock:
             if self.dead is not None or self._stopping:
@@ -230,58 +239,51 @@ class ProcessWriter:
             except OSError as exc:
                 self._died(_journal_failed(exc))
                 return
-            if self._size >= JOURNAL_BYTES and kind != FLUSH:
-                old = self._switch()
-            else:
-                old = None
-            fd = self._fd
-            assert fd is not None
-            self._size += len(record)
             self._written += len(record)
-            self._writing[fd] = self._writing.get(fd, 0) + 1
-        try:
-            if os.write(fd, record) != len(record):
-                raise OSError("a journal record was written in part (is the disk full?)")
-        except OSError as exc:
-            self._died(_journal_failed(exc))
-        finally:
-            with self._lock:
-                self._writing[fd] -= 1
-        if old is not None:
-            self._close_old(*old)
+            self._pending.append(record)
+            if len(self._pending) == 1:
+                self._has_pending.notify()
 
-    def _switch(self) -> tuple[int, str]:
-        """Start the next journal file (under ``_lock``); the old one is closed by
-        ``_close_old`` once the writes already going to it are done."""
-        assert self._fd is not None and self._dir is not None
-        self._rotations += 1
-        path = os.path.join(self._dir, f"journal-{self._rotations}")
-        old = self._fd
-        self._fd, self._size = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), 0
-        return old, path
-
-    def _wait_for_writes(self, fd: int) -> None:
+    def _journal_loop(self) -> None:
+        """The journal thread: write what was taken, as soon as it was taken, until stop."""
         while True:
             with self._lock:
-                if not self._writing.get(fd):
-                    self._writing.pop(fd, None)
+                while not self._pending and not self._stopping and self.dead is None:
+                    self._has_pending.wait(1.0)  # (the timeout: ``dead`` is set unlocked)
+                if not self._pending and (self._stopping or self.dead is not None):
                     return
-            time.sleep(0.0005)
+            self._drain()
 
-    def _close_when_written(self, fd: int) -> None:
-        self._wait_for_writes(fd)
-        os.close(fd)
+    def _drain(self) -> None:
+        """Append every record taken so far to the journal (the journal thread, ``flush``
+        and ``stop``; ``_io_lock`` keeps the batches in the order they were taken)."""
+        with self._io_lock:
+            with self._lock:
+                records, self._pending = self._pending, []
+                fd = self._fd
+            if not records or fd is None or self.dead is not None:
+                return
+            data = records[0] if len(records) == 1 else b"".join(records)
+            try:
+                _write_all(fd, data)
+                self._size += len(data)
+                if self._size >= JOURNAL_BYTES:
+                    self._switch(fd)
+            except OSError as exc:
+                self._died(_journal_failed(exc))
 
-    def _close_old(self, fd: int, path: str) -> None:
-        """End the old file with the name of the next, after every write to it is done:
-        the child reads the next file once it has read that record."""
-        self._wait_for_writes(fd)
+    def _switch(self, old: int) -> None:
+        """Start the next journal file (under ``_io_lock``): the old one ends with the
+        name of the next, and the child reads the next file once it has read that record."""
+        assert self._dir is not None
+        self._rotations += 1
+        path = os.path.join(self._dir, f"journal-{self._rotations}")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         name = path.encode()
-        try:
-            _write_all(fd, HEADER.pack(ROTATE, 0, len(name)) + name)
-        except OSError as exc:
-            self._died(_journal_failed(exc))
-        os.close(fd)
+        _write_all(old, HEADER.pack(ROTATE, 0, len(name)) + name)
+        os.close(old)
+        with self._lock:
+            self._fd, self._size = fd, 0
 
     def _start(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="tracestore-journal-", dir=_journal_root())
@@ -295,6 +297,8 @@ class ProcessWriter:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         threading.Thread(target=self._read_answers, args=(self.proc,), daemon=True,
                          name="tracestore-recorder-answers").start()
+        threading.Thread(target=self._journal_loop, daemon=True,
+                         name="tracestore-recorder-journal").start()
 
     def _wake(self) -> None:
         proc = self.proc
