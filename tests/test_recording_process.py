@@ -139,6 +139,46 @@ def test_with_the_process_writer_the_application_runs_no_decoder_and_no_store_co
         owner.stop_writer()
 
 
+def test_the_application_threads_make_no_journal_write_only_the_journal_thread_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's record is taken in memory; only the journal thread (and ``flush``, for its
+    mark) calls ``os.write``: a write in the application's thread gives up the interpreter
+    and, with many streams, waits behind every other thread to take it back."""
+    import threading
+
+    from tracestore.recording import process
+
+    writes: list[str] = []
+    real_write = os.write
+
+    def spied(fd: int, data: Any) -> int:
+        writes.append(threading.current_thread().name)
+        return real_write(fd, data)
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with Recorder(url) as rec:
+        count = iter(range(ATTEMPTS))
+        owner = _process_owner(lambda: rec.trace(f"q{next(count)}"))
+        monkeypatch.setattr(process.os, "write", spied)
+        attempts = [owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+                    for _ in range(ATTEMPTS)]
+        in_app_thread = []
+        for piece in _pieces(CAPTURE.read_bytes(), PIECES):
+            for attempt in attempts:
+                before = len(writes)
+                attempt.received(piece)
+                in_app_thread += [n for n in writes[before:] if n == "MainThread"]
+        for attempt in attempts:
+            attempt.ended()
+        assert in_app_thread == []  # (the journal thread may write meanwhile: never here)
+        owner.flush()
+        monkeypatch.undo()
+        assert writes and set(writes) <= {"tracestore-recorder-journal", "MainThread"}
+        # every record reached the child: each attempt drained, judged (no task rule: held)
+        assert [a.handle.decision().status for a in attempts] == ["held"] * ATTEMPTS
+        owner.stop_writer()
+
+
 def test_an_in_memory_store_is_refused_when_the_client_is_built(tmp_path: Path) -> None:
     from tracestore.recording.httpx_capture import RecordingTransport
 
