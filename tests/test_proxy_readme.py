@@ -54,6 +54,8 @@ def test_the_readme_proxy_section_runs_and_shows_what_it_says(tmp_path) -> None:
         proxy = subprocess.Popen(args, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True)
         try:
             assert "listening on" in proxy.stderr.readline()
+            # the line comes once the socket accepts: a script may connect at once
+            socket.create_connection(("127.0.0.1", int(port)), timeout=5).close()
             app = subprocess.run(local(commands[1]), shell=True, cwd=REPO, env=env,
                                  capture_output=True, text=True, timeout=60)
             assert app.returncode == 0, app.stderr

@@ -55,10 +55,12 @@ def proxy(
         recording = ProxyRecording(recorder, task=rule)
         application = proxy_app(routes, recording, timeout=timeout)
         shown = ", ".join(f"{p or '/'} -> {u}" for p, u in routes)
-        sys.stderr.write(f"tracestore proxy: listening on http://{host}:{port} ({shown}); "
-                         f"recording into {database_name(db)}\n")
-        sys.stderr.flush()
+
+        def listening() -> None:  # once the socket accepts, not before
+            sys.stderr.write(f"tracestore proxy: listening on http://{host}:{port} "
+                             f"({shown}); recording into {database_name(db)}\n")
+            sys.stderr.flush()
         try:
-            serve(application, host, port)
+            serve(application, host, port, on_ready=listening)
         finally:
             recording.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any, Self
 
 from tracestore.errors import InputError
@@ -171,11 +172,20 @@ class RunningProxy(UvicornThread):
         super().__init__(uvicorn.Server(_config(app)), sock)
 
 
-def serve(app: Any, host: str, port: int) -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
+def serve(app: Any, host: str, port: int,
+          on_ready: Callable[[], None] | None = None) -> None:
+    """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly); ``on_ready`` is called
+    once the socket is bound and accepting (a "listening" line printed before that would
+    send a script that waits for it to a refused connection)."""
     import uvicorn
 
-    uvicorn.Server(_config(app, host=host, port=port)).run()
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started and on_ready is not None:
+                on_ready()
+
+    Server(_config(app, host=host, port=port)).run()
 
 
 __all__ = ["CLIENT_LEG", "ClientLeg", "RunningProxy", "parse_listen", "parse_routes", "serve"]
