@@ -316,3 +316,25 @@ def test_an_installed_pydantic_plugin_still_sees_tracestores_validations(tmp_pat
         assert pydantic_plugin_entry_points_absent() is False
     finally:
         sys.path.remove(str(site))
+
+
+@pytest.mark.parametrize("store", ["new", "existing"])
+def test_ingest_of_a_small_capture_loads_only_what_it_writes(tmp_path, store: str) -> None:
+    # Issue 25 item 2: `ingest FILE --json` of a small projection registers only its own
+    # command module and loads no Rich, no Typer help formatter, no Alembic (a new SQLite
+    # store is made from the migrations' replayed statements), no review templates or
+    # renderers, no other wire decoder, no replay planner, no PostgreSQL driver.
+    db = tmp_path / "s.db"
+    capture = Path(__file__).resolve().parent.parent / "fixtures/projections/t1.json"
+    if store == "existing":
+        subprocess.run([sys.executable, "-m", "tracestore", "init", "--db", str(db)],
+                       check=True, capture_output=True, timeout=60)
+    out, code, modules = run_cli("ingest", str(capture), "--db", str(db), "--json")
+    assert code == 0 and json.loads(out.splitlines()[0])["kind"] == "projection"
+    assert sorted(m for m in modules if m.endswith("_cmds")) == ["tracestore.cli.store_cmds"]
+    unwanted = ("rich", "typer.rich_utils", "alembic", "jinja2", "jsonschema", "regex",
+                "tracestore.review.templates", "tracestore.review.amend",
+                "tracestore.wire.sse", "tracestore.wire.eventstream", "tracestore.ingest.replay",
+                "tracestore.cli.tables", "psycopg", "psycopg2")
+    assert [m for m in unwanted if m in modules
+            or any(x.startswith(m + ".") for x in modules)] == []
