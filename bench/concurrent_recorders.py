@@ -190,25 +190,14 @@ def main() -> int:
         if not urls:
             urls.append(f"sqlite:///{tmp}/concurrent.db")
             if os.environ.get("TRACESTORE_TEST_PG_URL"):
-                urls.append(_fresh_pg(os.environ["TRACESTORE_TEST_PG_URL"]))
+                from pg_bulk import fresh_db  # (bench/pg_bulk.py, beside this file)
+
+                urls.append(fresh_db(os.environ["TRACESTORE_TEST_PG_URL"]))
             else:
                 print("(no TRACESTORE_TEST_PG_URL: PostgreSQL not run)")
         ok = all([run(url, args.processes, args.attempts, args.attempts_per_trace)
                 for url in urls])
     return 0 if ok else 1
-
-
-def _fresh_pg(admin_url: str) -> str:
-    import uuid
-
-    from sqlalchemy import create_engine, text
-
-    name = f"ts_bench_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return admin_url.rsplit("/", 1)[0] + "/" + name
 
 
 if __name__ == "__main__":

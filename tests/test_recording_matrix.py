@@ -26,13 +26,11 @@ import httpx2 as httpx
 import pytest
 
 from tracestore import Recorder
-from tracestore.events import FrameReceived, TaskRule
-from tracestore.ingest import plan_ingest
-from tracestore.projections.release import decide_release
 from tracestore.recording.httpx_capture import AsyncRecordingTransport, RecordingTransport
 
 from capture_server import CaptureServer, route_for
 from conftest import FIXTURES
+from test_recording_as_ingest import ingested as as_ingest_ingested
 from test_recording_sdk import frames_of  # the frames as the SDK tests compare them
 
 # full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
@@ -220,16 +218,9 @@ class Session:
 
 
 def ingested(path: Path):
-    from tracestore.store.log import EventStore
-
-    plan = plan_ingest(path.read_bytes(), filename=path.name, attempt_id="x", trace_id="x",
-                       task=TaskRule.model_validate(TASK))
-    frames = [(e.event.index, e.event.native, e.event.kinds, e.event.offset)
-              for e in plan.events if isinstance(e.event, FrameReceived)]
-    drained = next(e.event for e in plan.events if e.event.type == "transport.drained")
-    with EventStore("sqlite://") as store:
-        store.append(list(plan.events), blob_data=[plan.blob])
-        return frames, (drained.outcome, drained.detail), decide_release(store.read(), "x")
+    """The frames, drain and decision ``ingest`` gives ``path`` (test_recording_as_ingest's)."""
+    _api, frames, drain, decision = as_ingest_ingested(path)
+    return frames, drain, decision
 
 
 #: What a live drain adds to the detail the bytes show: how the application ended the body.
