@@ -41,11 +41,16 @@ def _transactions(monkeypatch: pytest.MonkeyPatch, store: Any) -> list[str]:
     return seen
 
 
-def test_ten_interleaved_attempts_share_the_writers_transactions(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The writer holds back until flush: everything queued is one batch, deterministically.
+@pytest.fixture
+def held_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The writer holds back until flush: everything queued is one batch, deterministically."""
     monkeypatch.setattr(writer, "QUIET_SECONDS", 60.0)
     monkeypatch.setattr(writer, "MAX_LAG_SECONDS", 60.0)
+
+
+def test_ten_interleaved_attempts_share_the_writers_transactions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        held_writer: None) -> None:
     data = CAPTURE.read_bytes()
     with Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
         count = iter(range(ATTEMPTS))
@@ -109,11 +114,10 @@ def test_grouping_keeps_each_attempts_order_and_every_barrier_in_place() -> None
 
 
 def test_more_concurrent_traces_than_the_old_planner_bound_read_nothing_back(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        held_writer: None) -> None:
     # 80 traces streaming at once (a web server's load; the planners were kept for 64, so
     # each batch rebuilt the evicted ones by reading their traces back).
-    monkeypatch.setattr(writer, "QUIET_SECONDS", 60.0)
-    monkeypatch.setattr(writer, "MAX_LAG_SECONDS", 60.0)
     n = 80
     assert n <= Recorder.PLANNERS_KEPT
     data = CAPTURE.read_bytes()
@@ -147,11 +151,10 @@ def test_more_concurrent_traces_than_the_old_planner_bound_read_nothing_back(
 
 
 def test_a_conflict_on_the_shared_decision_append_records_each_trace_on_its_own(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        held_writer: None) -> None:
     from tracestore.errors import ExpectedVersionConflict
 
-    monkeypatch.setattr(writer, "QUIET_SECONDS", 60.0)
-    monkeypatch.setattr(writer, "MAX_LAG_SECONDS", 60.0)
     data = CAPTURE.read_bytes()
     with Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
         count = iter(range(3))
