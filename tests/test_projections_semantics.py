@@ -146,3 +146,17 @@ def test_a_rule_that_backtracks_on_a_probe_is_refused_when_loaded() -> None:
         validate_rule(TaskRule(answer_patterns=(r"(.*a){15}z",)))
     assert caught.value.code == "unsafe_pattern" and "probe" in caught.value.message
     validate_rule(RULE)  # the seed's rule passes its probes
+
+
+def test_a_long_answer_hashes_a_slice_at_a_time_to_the_whole_texts_digest():
+    import hashlib
+
+    from tracestore.projections import semantics
+
+    # past one slice, with multi-byte characters and a lone surrogate on the slice edges
+    edge = semantics._HASH_SLICE
+    text = ("é" * (edge - 1) + "\ud83d" + "😀" * 3 + "x" * edge + "\udc00")
+    whole = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    assert len(text) > 2 * edge
+    assert semantics.sha256_text(text) == whole
+    assert semantics.sha256_text("Paris") == hashlib.sha256(b"Paris").hexdigest()

@@ -57,10 +57,22 @@ class Judgement:
     "Patterns whose search ran past ``MATCH_TIMEOUT`` (also listed in failed_patterns)."
 
 
+_HASH_SLICE = 1 << 20
+"Characters encoded at a time by ``sha256_text``: a long answer is never copied whole."
+
+
 def sha256_text(text: str) -> str:
+    """The SHA-256 of ``text``'s UTF-8 bytes.  A long answer is encoded a slice at a time
+    (UTF-8 encodes each code point on its own, so the slices' bytes are the whole text's):
+    hashing a 256 MiB answer used to hold a second, encoded copy of it."""
     # surrogatepass: an answer may hold a lone surrogate a provider sent as half an emoji;
     # for every other text this is plain UTF-8.
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if len(text) <= _HASH_SLICE:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    digest = hashlib.sha256()
+    for start in range(0, len(text), _HASH_SLICE):
+        digest.update(text[start:start + _HASH_SLICE].encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
 
 
 def normalize(text: str) -> str:
