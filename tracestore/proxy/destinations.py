@@ -1,9 +1,9 @@
-"""The proxy's destination endpoint, ``POST /.tracestore/destinations``: an application
-that cannot load tracestore records where its answer went through the proxy.
+"""The proxy's destination endpoint, ``POST /.tracestore/destinations``: how an application
+behind the proxy (which does not run tracestore itself) records where it wrote an answer.
 
 It forwards nothing, so it lives apart from the forwarding (``app.py``), whose
-``ProxyApp`` routes ``DESTINATIONS_PATH`` here.  The events and ingest layers it writes
-with are imported when it is first built, not when the proxy module loads.
+``ProxyApp`` builds it and routes ``DESTINATIONS_PATH`` here.  The events and ingest
+layers it writes with are imported when ``ProxyApp`` builds it, not when this module loads.
 """
 
 from __future__ import annotations
