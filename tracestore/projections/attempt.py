@@ -21,14 +21,17 @@ from typing import Any
 
 from tracestore.contracts.events_check import EventRules
 from tracestore.contracts.frames import FrameChecker
-from tracestore.contracts.graphemes import clusters
 from tracestore.errors import InputError
 from tracestore.events import (
     AttemptStarted, FrameReceived, FrameRejected, LocalStopped, StoredEvent, TraceOpened,
     TransportDrained,
 )
 from tracestore.projections import reasons as R
-# The view's data classes and the log look-ups have their own modules; importable from here.
+# The form checks the fold inherits (attempt_checks.py) have their own module, as have the
+# view's data classes and the log look-ups; all importable from here.
+from tracestore.projections.attempt_checks import (  # noqa: F401
+    _GRAMMAR_APIS, AttemptChecks, _broken_edges,
+)
 from tracestore.projections.attempt_log import (  # noqa: F401
     TraceBindings, find_bindings, find_start, find_trace, visible,
 )
@@ -50,22 +53,13 @@ _FRAME_RULE_ERRORS = frozenset({"sequence_gap", "binding_mismatch", "frame_after
 #: Observation kinds that carry no content and need no judgement.
 _BENIGN_KINDS = frozenset({"message_start", "block_stop", "keepalive"})
 
-#: Issue 19 (T8's own failure mode): the APIs whose streams open with a start frame
-#: (Bedrock ``messageStart``, Anthropic ``message_start``, Responses ``response.created``).
-#: Content before it, a second one, or a Responses ``sequence_number`` going back is a frame
-#: of another stream -- what a harness that routes a late callback into "the current
-#: attempt" produces -- and holds the release.
-_GRAMMAR_APIS = frozenset({"bedrock-converse-stream", "anthropic-messages",
-                           "openai-responses"})
-_CONTENT_KINDS = frozenset({"text_delta", "reasoning_delta", "block_start", "final_text"})
-
 #: ``raw`` observations of these block types are reasoning in another form (a Bedrock or
 #: Anthropic signature, Bedrock ``redactedContent``, a Gemini Interactions thought
 #: signature): reasoning all the same, so a profile without reasoning holds them.
 _REASONING_BLOCK_TYPES = frozenset({"reasoning", "redacted_reasoning"})
 
 
-class AttemptFold:
+class AttemptFold(AttemptChecks):
     """Mutable accumulator behind :class:`AttemptView`; feed events in position order."""
 
     #: Frame position → the normalizer's observations of it, kept only when a caller sets a
@@ -208,41 +202,6 @@ class AttemptFold:
                 self._check_grammar(position, obs)
             self._observe(position, obs)
 
-    def _check_sequence(self, position: int, native: Any) -> None:
-        seq = native.get("sequence_number") if isinstance(native, Mapping) else None
-        if not isinstance(seq, int) or isinstance(seq, bool):
-            return
-        if self._sequence is not None and seq < self._sequence:  # a repeat is not a regress
-            self._anomaly(position, R.SEQUENCE_NUMBER_REGRESSED, str(native.get("type")),
-                          f"{seq} after {self._sequence}")
-        self._sequence = seq
-
-    def _check_grammar(self, position: int, obs: Observation) -> None:
-        """Content followed by the stream's own start frame is a frame of another stream
-        (the T8 routing bug); a stream with no start frame at all (a resumed Responses
-        stream, a hand-built fragment) proves nothing and is left to the other rules."""
-        if obs.kind == "message_start":
-            if self._message_started:
-                self._anomaly(position, R.SECOND_MESSAGE_START, obs.native_type)
-            elif self._early is not None:
-                self._anomaly(position, R.CONTENT_BEFORE_START, obs.native_type,
-                              f"content at #{self._early}")
-            self._message_started = True
-        elif not self._message_started and self._early is None and (
-                obs.kind in _CONTENT_KINDS or obs.kind.startswith("tool_call")):
-            self._early = position
-
-    def _event_rules(self, position: int, frame: FrameReceived) -> None:
-        """Seed 004's event contract over what the endpoint sent; the terminal's envelope
-        is kept as sent (the first one: a second terminal is already a broken rule)."""
-        native = frame.native if isinstance(frame.native, Mapping) else {}
-        assert self.event_rules is not None
-        code = self.event_rules.feed(frame.event_name, native.get("text"))
-        if code is not None:
-            self._anomaly(position, code, frame.event_name or "<unnamed>")
-        elif frame.event_name in ("done", "error") and self.sent_envelope is None:
-            self.sent_envelope = native
-
     def structured_text(self, contract: Any) -> str:
         """The structured reply to judge: the deltas, or an endpoint envelope's ``result``
         (whose version is the envelope's ``schema_version``)."""
@@ -381,10 +340,6 @@ class AttemptFold:
         if not (self.profile and self.profile.tools_allowed):
             self._anomaly(position, R.TOOL_USE_NOT_ALLOWED, obs.native_type, obs.tool_name)
 
-    def _anomaly(self, position: int, code: str, native_type: str,
-                 detail: str | None = None) -> None:
-        self.anomalies.append(Anomaly(position, code, native_type, detail))
-
     # -- the frozen view -------------------------------------------------------------
     def view(self) -> AttemptView:
         """The frozen view of what is folded so far (built once per state: a decision and
@@ -413,31 +368,6 @@ class AttemptFold:
             frame_failure=self.frame_failure, binding_sha256=self.bindings.binding_sha256,
             binding_checked=bool(self.checker and self.checker.binding_checked and self.frames),
             sent_envelope=self.sent_envelope, grapheme_splits=self._grapheme_splits())
-
-    def _grapheme_splits(self) -> tuple[int, ...]:
-        found: list[int] = []
-        for block, text in self.texts.items():
-            # ASCII's only multi-character cluster is CR LF, so an all-ASCII block without a
-            # delta ending in CR cannot split one: skip that common case.
-            ends = self.ends[block]
-            if len(ends) > 1 and (not text.isascii() or block in self._cr_ends):
-                positions = self.block_pos[block]
-                found += [positions[i] for i in _broken_edges(text, ends)]
-        return tuple(sorted(found))
-
-
-def _broken_edges(text: str, ends: Sequence[int]) -> list[int]:
-    """``graphemes.broken_boundaries`` of the deltas ending at ``ends`` in ``text``, read
-    from the joined text: indexes ``i`` whose delta starts inside a grapheme cluster
-    (empty deltas have no edge)."""
-    edges = {ends[i - 1]: i for i in range(1, len(ends)) if ends[i] > ends[i - 1]}
-    if not edges:
-        return []
-    position, inside = 0, set[int]()
-    for cluster in clusters(text):
-        inside.update(range(position + 1, position + len(cluster)))
-        position += len(cluster)
-    return sorted(index for edge, index in edges.items() if edge in inside)
 
 
 def _normalizer(api: str) -> Normalizer | None:

@@ -37,8 +37,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import request_response
 
-from tracestore.errors import InputError, NotFound, TracestoreError
+from tracestore.errors import InputError
 from tracestore.proxy.chunked import ChunkScanner
+# The destination endpoint and the error answer have their own modules; importable from here.
+from tracestore.proxy.destinations import DESTINATIONS_PATH, destinations_endpoint
+from tracestore.proxy.error_body import _error
 from tracestore.proxy.network import UpstreamPool
 from tracestore.proxy.response import UpstreamResponse
 from tracestore.proxy.server import CLIENT_LEG, ClientLeg
@@ -48,7 +51,6 @@ from tracestore.recording.httpx_capture import api_for_path, request_settings
 TRACE_HEADER = "x-tracestore-trace"
 RETRY_HEADER = "x-tracestore-retry-of"
 ATTEMPT_HEADER = "x-tracestore-attempt"
-DESTINATIONS_PATH = "/.tracestore/destinations"
 
 #: Connection-level headers (RFC 9110 §7.6.1) never forwarded, plus those the connection
 #: itself sets (``host``, ``content-length`` are recomputed for the upstream request).
@@ -80,13 +82,6 @@ def _forwarded(raw: list[tuple[bytes, bytes]], *, drop: frozenset[str]) -> list[
     return [(k, v) for k, v in raw
             if (name := k.decode("latin-1").lower()) not in drop and name not in named
             and not name.startswith("x-tracestore-")]
-
-
-def _error(status: int, code: str, message: str) -> JSONResponse:
-    # Shaped like the providers' own error bodies ({"error": {"type", "message"}}), so an
-    # SDK shows the message; ``code`` is the proxy's stable code.
-    return JSONResponse({"error": {"type": "tracestore_proxy", "code": code,
-                                   "message": message}}, status_code=status)
 
 
 def _header_id(headers: Any, name: str) -> str | None:
@@ -347,50 +342,6 @@ def _asks_for_stream(request: httpx.Request, body: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(parsed, dict) and parsed.get("stream") is True
-
-
-def destinations_endpoint(recording: ProxyRecording | None) -> Any:
-    """``POST /.tracestore/destinations`` ``{"attempt", "destination", "text", "readback"}``:
-    the application's destination write (or read-back), recorded after the attempt's bytes."""
-    from tracestore.events import NewEvent, attempt_stream
-    from tracestore.ingest.evidence import destination_event
-
-    async def endpoint(request: Request) -> JSONResponse:
-        if recording is None:
-            return _error(503, "not_recording", "this proxy records nothing")
-        try:
-            doc = json.loads(await request.body())
-            attempt, name, text = doc["attempt"], doc["destination"], doc["text"]
-            readback = bool(doc.get("readback", False))
-            if not isinstance(attempt, str) or not isinstance(name, str):
-                raise TypeError("attempt and destination must be strings")
-        except (ValueError, KeyError, TypeError) as exc:
-            return _error(400, "invalid_destination_request", "expected a JSON object "
-                          f'{{"attempt", "destination", "text"[, "readback"]}} ({exc})')
-
-        def record() -> int:
-            live = recording.attempts.get(attempt)
-            if live is not None and live.attempt is not None and live.attempt.started:
-                (live.attempt.readback if readback else live.attempt.destination)(name, text)
-                return 0
-            store = recording.recorder.store
-            first = store.read(stream=attempt_stream(attempt), limit=1)
-            if not first:
-                raise NotFound(f"no attempt {attempt!r} in the log", code="attempt_not_found",
-                               attempt_id=attempt)
-            event = destination_event(attempt, name, text, readback=readback)
-            store.append([NewEvent(attempt_stream(attempt), event, trace_id=first[0].trace_id)])
-            return 0
-
-        try:
-            await asyncio.wrap_future(recording.call(record))
-        except TracestoreError as exc:
-            status = {2: 400, 4: 404}.get(exc.exit_code, 503)
-            return _error(status, exc.code, exc.message)
-        return JSONResponse({"recorded": True, "attempt": attempt, "destination": name,
-                             "readback": readback})
-
-    return endpoint
 
 
 class ProxyApp:
