@@ -62,7 +62,11 @@ class SQLiteURL:
         return "sqlite"
 
     def render_as_string(self, hide_password: bool = True) -> str:  # noqa: ARG002 - none
-        return self._url
+        if self.database is None:
+            return self._url
+        from urllib.parse import quote
+
+        return "sqlite:///" + quote(self.database, safe=" +/")  # as SQLAlchemy renders it
 
 
 def _plain_sqlite(url: str) -> SQLiteURL | None:
