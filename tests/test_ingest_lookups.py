@@ -37,11 +37,24 @@ def _id_queries(store: EventStore) -> list[str]:
     """The id look-up statements the store's writer runs from now on."""
     seen: list[str] = []
 
-    def heard(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+    def heard_text(statement: str) -> None:
         text = " ".join(statement.split()).lower()
         if "from ts_events where" in text and any(
-                mark in text for mark in ("ts_events.id in", "where id >=", "where id = any")):
+                mark in text for mark in ("where id in", "where id >=", "where id = any")):
             seen.append(text)
+
+    if store._sqlite_path is not None:  # a SQLite file's appends: plain sqlite3 connections
+        take = store._write_take
+
+        def traced_take():  # noqa: ANN202
+            conn = take()
+            conn.connection.set_trace_callback(heard_text)
+            return conn
+        store._write_take = traced_take  # type: ignore[method-assign]
+        return seen
+
+    def heard(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        heard_text(statement)
 
     event.listen(store._writer, "before_cursor_execute", heard)
     return seen

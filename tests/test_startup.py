@@ -323,7 +323,8 @@ def test_ingest_of_a_small_capture_loads_only_what_it_writes(tmp_path, store: st
     # Issue 25 item 2: `ingest FILE --json` of a small projection registers only its own
     # command module and loads no Rich, no Typer help formatter, no Alembic (a new SQLite
     # store is made from the migrations' replayed statements), no review templates or
-    # renderers, no other wire decoder, no replay planner, no PostgreSQL driver.
+    # renderers, no other wire decoder, no replay planner, no PostgreSQL driver -- and no
+    # SQLAlchemy: a SQLite file's append runs on a plain sqlite3 connection (store.driver).
     db = tmp_path / "s.db"
     capture = Path(__file__).resolve().parent.parent / "fixtures/projections/t1.json"
     if store == "existing":
@@ -335,6 +336,6 @@ def test_ingest_of_a_small_capture_loads_only_what_it_writes(tmp_path, store: st
     unwanted = ("rich", "typer.rich_utils", "alembic", "jinja2", "jsonschema", "regex",
                 "tracestore.review.templates", "tracestore.review.amend",
                 "tracestore.wire.sse", "tracestore.wire.eventstream", "tracestore.ingest.replay",
-                "tracestore.cli.tables", "psycopg", "psycopg2")
+                "tracestore.cli.tables", "psycopg", "psycopg2", "sqlalchemy")
     assert [m for m in unwanted if m in modules
             or any(x.startswith(m + ".") for x in modules)] == []

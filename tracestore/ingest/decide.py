@@ -26,16 +26,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
-
 from tracestore.events import (
     SCHEMA_VERSIONS, AttemptStarted, FrameReceived, NewEvent, SerializedEvent, StoredEvent, attempt_stream,
     trace_stream,
 )
 from tracestore.projections.release import ReleaseJudge, rule_in_force
 from tracestore.ingest.decisions import DecisionPlanner, decision_id
-from tracestore.store.reads import _to_stored
-from tracestore.store.schema import events as events_table
+from tracestore.store.reads import ROW_COLUMNS, _stored_from_row
 
 
 class PlanDecisions:
@@ -74,13 +71,14 @@ class PlanDecisions:
     def _undecided_older(self, view: Any, planner: DecisionPlanner) -> list[StoredEvent]:
         """The events of the trace's earlier attempts not yet decided under the rule in
         force (the next attempt.started supersedes them), in position order."""
-        rows = view.conn.execute(
-            select(events_table).where(events_table.c.trace_id == planner.trace_id)
-            .where(events_table.c.type.in_(("attempt.started", "release.decided")))
-            .order_by(events_table.c.position)).mappings()
+        mark = view.store._mark
+        rows = view.conn.exec_driver_sql(
+            f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {mark} "
+            f"AND type IN ({mark}, {mark}) ORDER BY position",
+            (planner.trace_id, "attempt.started", "release.decided")).all()
         starts: list[StoredEvent] = []
         decided: set[str] = set()
-        for stored in map(_to_stored, rows):
+        for stored in map(_stored_from_row, rows):
             if stored.type == "release.decided":
                 if stored.event.rule_version == planner.rule.version:
                     decided.add(stored.event.attempt_id)

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from tracestore.store.log import EventStore
 
 STATE_PREFIX: Final = "audit:"
+#: The review queue's state row (``queue_index``'s; named here so an append's check of the
+#: two rows loads neither the queue's tables nor SQLAlchemy).
+QUEUE_STATE: Final = "review_queue"
 _BATCH: Final = 1000
 INSERT_COLUMNS: Final = ("trace_id", "first_position", "attempts", "violations")
 
@@ -122,17 +125,17 @@ def follow_append(view: Any, traces: Any) -> int:
     projected again and both rows move to the new head.  An index that was behind (or
     never built, or another code's) is left as it is, so a stale index is never made to
     look fresh.  Returns the traces projected (0 when the index was not current)."""
-    from tracestore.review.queue_index import _NAME, project_traces
-
     conn, store, before = view.conn, view.store, view.head_position
     name, mark = state_name(), view.store._mark
     state = f"(SELECT position FROM ts_index_state WHERE name = {mark})"
     ((head, queue, audited),) = conn.exec_driver_sql(
         f"SELECT (SELECT max(position) FROM ts_events), {state}, {state}",
-        (_NAME, name)).all()
+        (QUEUE_STATE, name)).all()
     if not (queue == audited == before) or head == before:
         return 0
+    from tracestore.review.queue_index import project_traces
+
     projected = project_traces(conn, store, list(traces))
     conn.exec_driver_sql(f"UPDATE ts_index_state SET position = {mark} WHERE name IN "
-                         f"({mark}, {mark})", (head, _NAME, name))
+                         f"({mark}, {mark})", (head, QUEUE_STATE, name))
     return projected

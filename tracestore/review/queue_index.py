@@ -23,6 +23,7 @@ from sqlalchemy import (
 )
 
 from tracestore.errors import InputError
+from tracestore.review.audit_index import QUEUE_STATE
 
 if TYPE_CHECKING:
     from tracestore.store.log import EventStore
@@ -47,7 +48,7 @@ review_index = Table(
 )
 index_state = Table("ts_index_state", _meta, Column("name", String(64), primary_key=True),
                     Column("position", Integer))
-_NAME: Final = "review_queue"
+_NAME: Final = QUEUE_STATE
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 

@@ -2,3 +2,6 @@
 without loading SQLAlchemy (``engine`` and ``log`` import it)."""
 
 ENV_VAR = "TRACESTORE_DB"
+
+#: The ts_meta row that marks a database as a tracestore event log (key, value).
+STORE_MARKER = ("format", "tracestore-eventlog-1")

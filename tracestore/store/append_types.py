@@ -9,11 +9,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import Connection
-
 from tracestore.events import NewEvent, StoredEvent, to_json_bytes
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from tracestore.store.log import EventStore
 
 

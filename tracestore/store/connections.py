@@ -14,14 +14,17 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
-
-from sqlalchemy import Engine
-from sqlalchemy.exc import DBAPIError
+from typing import TYPE_CHECKING, Any
 
 from tracestore.store import engine as engines
 from tracestore.store import migrate
+from tracestore.store.dberrors import driver_errors
 from tracestore.store.reads import database_error
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from tracestore.store.driver import DriverConnection
 
 #: Plain connections a store keeps for reuse (more are opened when threads read at once).
 _QUICK_KEPT = 4
@@ -37,6 +40,7 @@ class StoreConnections:
         self._engines: tuple[Engine, Engine] | None = None
         self._quick_lock = threading.Lock()
         self._quick_pool: list[Any] = []
+        self._write_pool: list[DriverConnection] = []
         self._sqlite_path = engines.sqlite_file(self.url)
 
     def _engine_pair(self) -> tuple[Engine, Engine]:
@@ -56,6 +60,47 @@ class StoreConnections:
     @property
     def _reader(self) -> Engine:
         return self._engine_pair()[1]
+
+    @contextlib.contextmanager
+    def _write_transaction(self) -> Iterator[Any]:
+        """One write transaction: on a SQLite file a plain ``sqlite3`` connection kept by
+        the store (``store.driver``: ``BEGIN IMMEDIATE`` ... ``COMMIT``, as the writer engine
+        does, without building it or importing SQLAlchemy); elsewhere the writer engine's
+        ``begin()``.  Rolled back when the block raises."""
+        if self._sqlite_path is None or self.read_only:
+            with self._writer.begin() as econn:
+                yield econn
+            return
+        conn = self._write_take()
+        try:
+            conn.begin()
+            yield conn
+            conn.commit()
+        except BaseException:
+            try:
+                conn.rollback()
+            except driver_errors():
+                conn.close()  # a connection that cannot roll back is not reused
+                raise
+            self._write_give(conn)
+            raise
+        self._write_give(conn)
+
+    def _write_take(self) -> DriverConnection:
+        with self._quick_lock:
+            if self._write_pool:
+                return self._write_pool.pop()
+        from tracestore.store.driver import DriverConnection
+
+        assert self._sqlite_path is not None
+        return DriverConnection(engines.write_connect(self._sqlite_path))
+
+    def _write_give(self, conn: DriverConnection) -> None:
+        with self._quick_lock:
+            if len(self._write_pool) < _QUICK_KEPT:
+                self._write_pool.append(conn)
+                return
+        conn.close()
 
     def _quick_current(self) -> bool:
         """Whether the SQLite file is ours at SCHEMA_HEAD, on a quick connection (kept for
@@ -100,7 +145,7 @@ class StoreConnections:
             try:
                 with self._reader.connect() as conn:
                     return [tuple(r) for r in conn.exec_driver_sql(sql, tuple(params)).all()]
-            except DBAPIError as exc:
+            except driver_errors() as exc:
                 raise database_error(exc, self.url, during) from exc
         import sqlite3
 
@@ -109,13 +154,13 @@ class StoreConnections:
             try:
                 with self._reader.connect() as econn:
                     return [tuple(r) for r in econn.exec_driver_sql(sql, tuple(params)).all()]
-            except DBAPIError as exc:
+            except driver_errors() as exc:
                 raise database_error(exc, self.url, during) from exc
         try:
             rows = conn.execute(sql, tuple(params)).fetchall()
         except sqlite3.Error as exc:
             conn.close()
-            raise database_error(exc, self.url, during) from exc  # type: ignore[arg-type]
+            raise database_error(exc, self.url, during) from exc
         except BaseException:
             conn.close()
             raise
@@ -136,7 +181,7 @@ class StoreConnections:
                     def fetch_engine(sql: str, params: Sequence[Any] = ()) -> list[Any]:
                         return [tuple(r) for r in econn.exec_driver_sql(sql, tuple(params))]
                     yield fetch_engine
-            except DBAPIError as exc:
+            except driver_errors() as exc:
                 raise database_error(exc, self.url, "in a read") from exc
             return
 
@@ -149,7 +194,7 @@ class StoreConnections:
             conn.execute("ROLLBACK")
         except sqlite3.Error as exc:
             conn.close()
-            raise database_error(exc, self.url, "in a read") from exc  # type: ignore[arg-type]
+            raise database_error(exc, self.url, "in a read") from exc
         except BaseException:
             conn.close()
             raise
@@ -158,7 +203,8 @@ class StoreConnections:
     def close(self) -> None:
         with self._quick_lock:
             pool, self._quick_pool = self._quick_pool, []
-        for conn in pool:
+            writers, self._write_pool = self._write_pool, []
+        for conn in pool + writers:
             conn.close()
         pair, self._engines = self._engines, None
         if pair is not None:

@@ -23,14 +23,14 @@ import functools
 import os
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import URL
-from sqlalchemy.engine import make_url as _make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-from sqlalchemy.pool import StaticPool
+from typing import TYPE_CHECKING
 
 from tracestore.errors import InputError, NotFound, StoreError
 from tracestore.store import ENV_VAR  # noqa: F401 - defined import-free for the CLI
+
+if TYPE_CHECKING:  # SQLAlchemy loads when an engine is built, or a URL needs its parser
+    from sqlalchemy import Engine
+    from sqlalchemy.engine import URL
 
 DEFAULT_URL = "sqlite:///tracestore.db"
 
@@ -43,11 +43,60 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_SYNCHRONOUS = "FULL"
 
 
+class SQLiteURL:
+    """What ``make_url`` tells of a plain SQLite URL (``sqlite:///path``, ``sqlite://``),
+    read without SQLAlchemy: a command on a SQLite file then never imports it (~0.1 s of
+    CPU, more than the work of ``release ATTEMPT``).  Only URLs whose path has no ``%``,
+    ``?`` or ``#`` are read here -- for them SQLAlchemy's parse is the text after
+    ``sqlite:///`` (``tests/test_store_urls.py`` compares the two); any other URL goes to
+    SQLAlchemy's parser."""
+
+    drivername = "sqlite"
+    port = None
+    query: dict[str, str] = {}  # noqa: RUF012 - never mutated: no query is read here
+
+    def __init__(self, url: str, database: str | None) -> None:
+        self._url, self.database = url, database
+
+    def get_backend_name(self) -> str:
+        return "sqlite"
+
+    def render_as_string(self, hide_password: bool = True) -> str:  # noqa: ARG002 - none
+        if self.database is None:
+            return self._url
+        from urllib.parse import quote
+
+        return "sqlite:///" + quote(self.database, safe=" +/")  # as SQLAlchemy renders it
+
+
+def _plain_sqlite(url: str) -> SQLiteURL | None:
+    if url == "sqlite://":
+        return SQLiteURL(url, None)
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///"):]
+        if not any(mark in path for mark in "%?#"):
+            return SQLiteURL(url, path)
+    return None
+
+
 @functools.lru_cache(maxsize=64)
-def make_url(url: str) -> URL:
-    """SQLAlchemy's URL parse, cached (URLs are immutable): opening a store asks about the
-    same URL a dozen times (backend, file, memory, writability), ~12 µs a parse."""
-    return _make_url(url)
+def make_url(url: str) -> URL | SQLiteURL:
+    """SQLAlchemy's URL parse (a plain SQLite URL: ``SQLiteURL``), cached (URLs are
+    immutable): opening a store asks about the same URL a dozen times (backend, file,
+    memory, writability), ~12 µs a parse."""
+    plain = _plain_sqlite(url)
+    if plain is not None:
+        return plain
+    from sqlalchemy.engine import make_url as sqlalchemy_make_url
+
+    return sqlalchemy_make_url(url)
+
+
+def _argument_error() -> type[Exception]:
+    """SQLAlchemy's "not a URL" error (only SQLAlchemy's parser raises it)."""
+    from sqlalchemy.exc import ArgumentError
+
+    return ArgumentError
 
 
 def resolve_url(url: str | None) -> str:
@@ -60,7 +109,7 @@ def resolve_url(url: str | None) -> str:
     try:
         parsed = make_url(chosen)
         parsed.port  # noqa: B018 - a port that is not a number fails here, not in the driver
-    except (ArgumentError, ValueError) as exc:
+    except (ValueError, _argument_error()) as exc:  # (evaluated only when one is raised)
         raise InputError(f"{masked_url(chosen)!r} is not a database URL",
                          code="invalid_db_url") from None if isinstance(exc, ValueError) else exc
     if parsed.port is not None and not 0 < parsed.port < 65536:
@@ -131,6 +180,8 @@ def read_only_uri(path: str) -> str:
 def _read_only_engine(url: str) -> Engine:
     import sqlite3
 
+    from sqlalchemy import create_engine
+
     uri = read_only_uri(make_url(url).database or "")
     timeout_s = SQLITE_BUSY_TIMEOUT_MS / 1000
     engine = create_engine("sqlite://", creator=lambda: sqlite3.connect(
@@ -146,6 +197,10 @@ def make_engines(url: str, *, read_only: bool = False) -> tuple[Engine, Engine]:
     in-memory SQLite database has one connection shared by both (StaticPool), otherwise each
     engine would see its own empty database.
     """
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import NoSuchModuleError
+    from sqlalchemy.pool import StaticPool
+
     if not is_sqlite(url):
         try:
             engine = create_engine(url, pool_pre_ping=True)
@@ -177,6 +232,8 @@ def make_engines(url: str, *, read_only: bool = False) -> tuple[Engine, Engine]:
 
 
 def _install_sqlite_hooks(engine: Engine, *, immediate: bool, wal: bool) -> None:
+    from sqlalchemy import event
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         _sqlite_pragmas(dbapi_conn, wal)
@@ -194,6 +251,18 @@ def sqlite_file(url: str) -> str | None:
     if parsed.query or parsed.drivername != "sqlite":
         return None  # URL options or another driver: only the engine knows what they mean
     return parsed.database
+
+
+def write_connect(path: str) -> Any:
+    """A plain ``sqlite3`` connection to write ``path`` in transactions of its own
+    (``store.driver``): set up as a connection of the writer engine is (autocommit at the
+    driver, ``BEGIN IMMEDIATE`` issued by the caller; busy timeout, WAL, synchronous)."""
+    import sqlite3
+
+    conn = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+                           check_same_thread=False, isolation_level=None)
+    _sqlite_pragmas(conn, wal=True)
+    return conn
 
 
 def quick_connect(path: str, *, read_only: bool) -> Any:

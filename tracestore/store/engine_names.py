@@ -8,9 +8,7 @@ from tracestore.errors import TracestoreError
 
 def database_name(db: str | None) -> str:
     """The database a command used, as a person recognises it (never with a password)."""
-    from sqlalchemy.engine import make_url
-
-    from tracestore.store.engine import resolve_url
+    from tracestore.store.engine import make_url, resolve_url
 
     try:
         url = make_url(resolve_url(db))

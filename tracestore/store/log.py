@@ -20,10 +20,7 @@ import dataclasses
 from hashlib import sha256
 from contextlib import contextmanager
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
-
-from sqlalchemy import Connection, select
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from typing import TYPE_CHECKING, Any
 
 from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
@@ -38,11 +35,14 @@ from tracestore.store import migrate
 from tracestore.store.append_types import (
     AppendResult, Positions, Tap, WriteView, canonical_payload, utc_now,
 )
+from tracestore.store.chain import GENESIS_HASH, Expected, VerifyResult, chain_hash
 from tracestore.store.connections import StoreConnections
+from tracestore.store.dberrors import driver_errors, driver_message, integrity_errors
 from tracestore.store.rows_io import RowsIO
-from tracestore.store.schema import events
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
-from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, chain_hash
+
+if TYPE_CHECKING:  # a SQLite file's appends run on a plain sqlite3 connection (store.driver)
+    from sqlalchemy import Connection
 
 __all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions", "Tap",
            "VerifyResult", "WriteView", "canonical_payload", "chain_hash", "database_error"]
@@ -101,12 +101,40 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
             f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
+        if migrate_schema and not current and create and self._created_here():
+            current = True
         if migrate_schema and not current:
             try:
                 migrate.upgrade(self._writer, self.url, self._reader, create=create)
             except BaseException:
                 self.close()
                 raise
+
+    def _created_here(self) -> bool:
+        """A SQLite file that does not exist yet (or is empty) gets its schema on a plain
+        connection (``migrate.create_new_sqlite``): a first ``ingest`` builds no engine and
+        imports no SQLAlchemy.  False when it is not new, or another process won the race:
+        ``upgrade`` then checks it as any existing database."""
+        import os
+
+        path = self._sqlite_path
+        if path is None or (os.path.exists(path) and os.path.getsize(path) > 0):
+            return False
+        conn = None
+        try:
+            conn = self._write_take()
+            created = migrate.create_new_sqlite(conn)
+        except driver_errors() as exc:
+            if conn is not None:
+                conn.close()
+            self.close()
+            from tracestore.text.masking import mask_secrets, masked_url
+
+            raise StoreError(f"cannot open {masked_url(self.url)}: "
+                             f"{mask_secrets(driver_message(exc))}",
+                             code="database_unavailable") from exc
+        self._write_give(conn)
+        return created
 
     def __enter__(self) -> EventStore:
         return self
@@ -135,12 +163,12 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         after them in the same transaction (an ingest's release decisions).
         """
         try:
-            with paused_gc(), self._writer.begin() as conn:
+            with paused_gc(), self._write_transaction() as conn:
                 self._lock(conn)
                 return self._append_in(conn, build, expected_versions or {}, tap)
-        except IntegrityError as exc:
+        except integrity_errors() as exc:
             raise _refused(exc) from exc
-        except DBAPIError as exc:
+        except driver_errors() as exc:
             raise database_error(exc, self.url, "during append") from exc
 
     def append_each(
@@ -158,7 +186,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         """
         outcomes: list[AppendResult | TracestoreError] = []
         try:
-            with paused_gc(), self._writer.begin() as conn:
+            with paused_gc(), self._write_transaction() as conn:
                 self._lock(conn)
                 for index, build in enumerate(builds):
                     def run(index: int = index, build: Any = build) -> AppendResult:
@@ -169,7 +197,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                         return result
 
                     outcomes.append(_savepointed(conn, run))
-        except DBAPIError as exc:
+        except driver_errors() as exc:
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
@@ -188,7 +216,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         outcomes: list[AppendResult | TracestoreError] = []
         failed: dict[Any, TracestoreError] = {}
         try:
-            with paused_gc(), self._writer.begin() as conn:
+            with paused_gc(), self._write_transaction() as conn:
                 self._lock(conn)
                 for key, batch, expected, blob_data in groups:
                     if key in failed:
@@ -199,7 +227,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     if isinstance(outcome, TracestoreError):
                         failed[key] = outcome
                     outcomes.append(outcome)
-        except DBAPIError as exc:
+        except driver_errors() as exc:
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
@@ -243,8 +271,10 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                 return in_range
         found: set[str] = set()
         for start in range(0, len(ids), ID_QUERY_CHUNK):
-            chunk = ids[start:start + ID_QUERY_CHUNK]
-            found.update(conn.execute(select(events.c.id).where(events.c.id.in_(chunk))).scalars())
+            chunk = tuple(ids[start:start + ID_QUERY_CHUNK])
+            marks = ", ".join([self._mark] * len(chunk))
+            found.update(conn.exec_driver_sql(
+                f"SELECT id FROM ts_events WHERE id IN ({marks})", chunk).scalars())
         return found
 
     def _insert(self, conn: Connection, batch: Iterable[NewEvent | SerializedEvent],
@@ -372,15 +402,19 @@ def _savepointed(conn: Connection, run: Callable[[], AppendResult],
     savepoint = conn.begin_nested()
     try:
         result = run()
-    except (TracestoreError, IntegrityError) as exc:
+    except TracestoreError as exc:
         savepoint.rollback()
-        return _refused(exc) if isinstance(exc, IntegrityError) else exc
+        return exc
+    except integrity_errors() as exc:
+        savepoint.rollback()
+        return _refused(exc)
     savepoint.commit()
     return result
 
 
-def _refused(exc: IntegrityError) -> StoreError:
-    return StoreError(f"the database refused the append: {exc.orig}", code="append_refused")
+def _refused(exc: Exception) -> StoreError:
+    return StoreError(f"the database refused the append: {driver_message(exc)}",
+                      code="append_refused")
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:

@@ -12,15 +12,12 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, inspect, text
-from sqlalchemy.exc import DatabaseError, OperationalError
-
 from tracestore.errors import StoreError
-from tracestore.store import sqlite_schema
-from tracestore.store.schema import STORE_MARKER
+from tracestore.store import STORE_MARKER, sqlite_schema
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # SQLAlchemy is imported by the checks that run through an engine
     from alembic.config import Config
+    from sqlalchemy import Connection, Engine
 
 # The newest revision in migrations/versions (tests/test_store_migrate.py checks it against
 # Alembic).  Knowing it lets an up-to-date database open without importing Alembic or
@@ -77,6 +74,9 @@ def _is_current(read_engine: Engine) -> bool:
     Anything else (a new file, an old schema, a foreign database, an unreadable file) is
     left to ``upgrade``'s full checks under the write lock.
     """
+    from sqlalchemy import text
+    from sqlalchemy.exc import DatabaseError
+
     try:
         with read_engine.connect() as conn:
             marker = conn.execute(text("SELECT value FROM ts_meta WHERE key = :k"),
@@ -106,6 +106,8 @@ def is_current_quick(dbapi_conn: Any) -> bool:
 
 def _check_ours(conn: Connection, url: str) -> bool:
     """True when the database holds tracestore tables, False when it is empty."""
+    from sqlalchemy import inspect, text
+
     tables = set(inspect(conn).get_table_names())
     if not tables:
         return False
@@ -125,6 +127,9 @@ def _check_ours(conn: Connection, url: str) -> bool:
 
 
 def _require_tables(engine: Engine, url: str) -> None:
+    from sqlalchemy import inspect
+    from sqlalchemy.exc import DatabaseError
+
     from tracestore.store.engine import no_store
 
     try:
@@ -145,6 +150,8 @@ def require_current(read_engine: Engine, url: str) -> None:
     if _is_current(read_engine):
         return
     _require_tables(read_engine, url)
+    from sqlalchemy.exc import DatabaseError, OperationalError
+
     from tracestore.text.masking import masked_url
 
     try:
@@ -168,6 +175,30 @@ def require_current(read_engine: Engine, url: str) -> None:
                      "writable copy)", code="schema_not_current", revision=current)
 
 
+def create_new_sqlite(conn: Any) -> bool:
+    """Create the schema in a brand-new SQLite file on ``conn`` (a ``store.driver``
+    connection), without an engine or Alembic: ``sqlite_schema``'s statements in ONE
+    ``BEGIN IMMEDIATE`` transaction, as ``upgrade`` replays them.  False (nothing written)
+    when the file holds anything by then -- another process created it first, or it is not
+    empty: ``upgrade``'s full checks decide."""
+    import sqlite3
+
+    try:
+        conn.begin()
+    except sqlite3.Error:
+        return False
+    try:
+        if conn.exec_driver_sql("SELECT count(*) FROM sqlite_master").scalar() != 0:
+            conn.rollback()
+            return False
+        sqlite_schema.create(conn)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+    return True
+
+
 def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *,
             create: bool = True) -> str:
     """Bring the database to the newest migration; return the revision it is at.
@@ -177,6 +208,9 @@ def upgrade(write_engine: Engine, url: str, read_engine: Engine | None = None, *
     database at once cannot both create the tables.  With ``create=False`` an empty
     database is ``NotFound(no_store)`` and nothing is written to it.
     """
+    from sqlalchemy import text
+    from sqlalchemy.exc import DatabaseError, OperationalError
+
     if _is_current(read_engine or write_engine):
         return SCHEMA_HEAD
     if not create:

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
+if TYPE_CHECKING:  # only ever given a PostgreSQL connection: SQLAlchemy is loaded by then
+    from sqlalchemy import Connection
 
 COPY_MIN_ROWS = 1000
 "A chunk of at least this many rows is copied; smaller appends keep the plain INSERT."
@@ -43,6 +43,8 @@ def pg_copying(conn: Connection, sql: str) -> Iterator[Callable[[tuple[Any, ...]
         with driver.cursor() as cursor, cursor.copy(sql) as copy:
             yield copy.write_row
     except psycopg.Error as exc:
+        from sqlalchemy.exc import DBAPIError
+
         raise DBAPIError.instance(sql, None, exc, psycopg.Error,
                                   dialect=conn.dialect) from exc
 

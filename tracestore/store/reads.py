@@ -14,29 +14,30 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine, func, select
-from sqlalchemy.exc import DBAPIError
-
 from tracestore.errors import InputError, StoreError
 from tracestore.events import SCHEMA_VERSIONS, StoredEvent, parse_event, parse_event_json, upcast
-from tracestore.store.schema import blobs, events
-from tracestore.store.verify import GENESIS_HASH, Expected, VerifyResult, verify_store
+from tracestore.store.chain import GENESIS_HASH, Expected, VerifyResult
+from tracestore.store.dberrors import driver_errors, driver_message
 
+if TYPE_CHECKING:  # SQLAlchemy is imported by the reads that build Core queries
+    from sqlalchemy import Connection, Engine
+
+_HEAD_SQL = "SELECT position, hash FROM ts_events ORDER BY position DESC LIMIT 1"
 MAX_POSITION = 2**63 - 1  # positions are 64-bit signed integers in every backend
 ID_QUERY_CHUNK = 500  # ids per "already stored?" query; well under SQLite's variable limit
 
 
-def database_error(exc: DBAPIError, url: str, during: str) -> StoreError:
+def database_error(exc: Exception, url: str, during: str) -> StoreError:
     """The one translation of a driver error into the store's vocabulary.
 
     A missing table or column, or text SQLite cannot decode, means the database was
     damaged or edited behind our back (``store_damaged``); anything else is the database
     being unreachable or busy (``database_unavailable``).
     """
-    message = str(exc.orig) if getattr(exc, "orig", None) is not None else str(exc)
+    message = driver_message(exc)
     damaged = ("no such table", "no such column", "does not exist", "could not decode",
                "malformed", "undefinedtable", "undefinedcolumn", "has no column")
-    from sqlalchemy.engine import make_url
+    from tracestore.store.engine import make_url
 
     url = make_url(url).render_as_string(hide_password=True)  # never print a password
     if any(mark in message.lower() for mark in damaged):
@@ -56,7 +57,7 @@ def _translated(method: _Method) -> _Method:
     def wrapper(self: LogReads, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except DBAPIError as exc:
+        except driver_errors() as exc:
             raise database_error(exc, self.url, f"in {method.__name__}") from exc
 
     return wrapper  # type: ignore[return-value]
@@ -72,12 +73,16 @@ def _check_positions(**positions: int | None) -> None:
 def _driver_fetch(conn: Connection, cursor: Any, sql: str, params: tuple[Any, ...],
                   ) -> list[Any]:
     """All rows of ``sql`` from a driver cursor; a driver error is raised as SQLAlchemy's
-    ``DBAPIError``, so it is translated like any other read's."""
+    ``DBAPIError`` (``sqlite3.Error`` as it is), so it is translated like any other read's."""
     dialect = conn.dialect
     try:
         cursor.execute(sql, params)
         return cursor.fetchall()
     except dialect.loaded_dbapi.Error as exc:
+        if dialect.loaded_dbapi.__name__ == "sqlite3":
+            raise
+        from sqlalchemy.exc import DBAPIError
+
         raise DBAPIError.instance(sql, params, exc, dialect.loaded_dbapi.Error,
                                   dialect=dialect) from exc
 
@@ -92,19 +97,17 @@ class LogReads:
         def _reader(self) -> Engine: ...
 
     def _head(self, conn: Connection) -> tuple[int, str]:
-        row = conn.execute(
-            select(events.c.position, events.c.hash).order_by(events.c.position.desc()).limit(1)
-        ).first()
+        row = conn.exec_driver_sql(_HEAD_SQL).first()
         return (0, GENESIS_HASH) if row is None else (row[0], row[1])
 
     def _stream_versions(self, conn: Connection, streams: Sequence[str]) -> dict[str, int]:
         versions: dict[str, int] = {}
         for start in range(0, len(streams), ID_QUERY_CHUNK):
-            chunk = streams[start:start + ID_QUERY_CHUNK]
-            rows = conn.execute(
-                select(events.c.stream, func.max(events.c.version))
-                .where(events.c.stream.in_(chunk)).group_by(events.c.stream)
-            )
+            chunk = tuple(streams[start:start + ID_QUERY_CHUNK])
+            marks = ", ".join([self._mark] * len(chunk))
+            rows = conn.exec_driver_sql(
+                f"SELECT stream, max(version) FROM ts_events WHERE stream IN ({marks}) "
+                "GROUP BY stream", chunk).all()
             versions.update({stream: version for stream, version in rows})
         return versions
 
@@ -117,19 +120,9 @@ class LogReads:
         fetch = getattr(self, "fetch_driver", None)
         if fetch is not None:  # one driver statement: no engine, no compile (a command
             # reading one attempt pays neither; the indexes are the same)
-            from tracestore.events import attempt_stream
-
-            if attempt_id is not None:
-                stream = attempt_stream(attempt_id)
-            mark, where = self._mark, [f"position > {self._mark}"]
-            params: list[str | int] = [after]
-            for column, op, value in (("stream", "=", stream), ("trace_id", "=", trace_id),
-                                      ("position", "<=", upto)):
-                if value is not None:
-                    where.append(f"{column} {op} {mark}")
-                    params.append(value)
-            sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE {' AND '.join(where)} "
-                   "ORDER BY position" + (f" LIMIT {int(limit)}" if limit is not None else ""))
+            sql, params = self._read_sql(stream=stream, trace_id=trace_id,
+                                         attempt_id=attempt_id, after=after, upto=upto,
+                                         limit=limit)
             times: dict[str, dt.datetime] = {}
             return [_stored_from_row(row, times)
                     for row in fetch(sql, params, during="in read")]
@@ -137,23 +130,34 @@ class LogReads:
             return self._read(conn, stream=stream, trace_id=trace_id, attempt_id=attempt_id,
                               after=after, upto=upto, limit=limit)
 
+    def _read_sql(self, *, stream: str | None, trace_id: str | None, attempt_id: str | None,
+                  after: int, upto: int | None, limit: int | None,
+                  ) -> tuple[str, list[str | int]]:
+        """``read``'s one driver statement and its parameters."""
+        from tracestore.events import attempt_stream
+
+        if attempt_id is not None:
+            stream = attempt_stream(attempt_id)
+        mark, where = self._mark, [f"position > {self._mark}"]
+        params: list[str | int] = [after]
+        for column, op, value in (("stream", "=", stream), ("trace_id", "=", trace_id),
+                                  ("position", "<=", upto)):
+            if value is not None:
+                where.append(f"{column} {op} {mark}")
+                params.append(value)
+        sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE {' AND '.join(where)} "
+               "ORDER BY position" + (f" LIMIT {int(limit)}" if limit is not None else ""))
+        return sql, params
+
     def _read(self, conn: Connection, *, stream: str | None = None,
               trace_id: str | None = None, attempt_id: str | None = None, after: int = 0,
               upto: int | None = None, limit: int | None = None) -> list[StoredEvent]:
-        from tracestore.events import attempt_stream
-
-        query = select(events).where(events.c.position > after).order_by(events.c.position)
-        if attempt_id is not None:
-            stream = attempt_stream(attempt_id)
-        if stream is not None:
-            query = query.where(events.c.stream == stream)
-        if trace_id is not None:
-            query = query.where(events.c.trace_id == trace_id)
-        if upto is not None:
-            query = query.where(events.c.position <= upto)
-        if limit is not None:
-            query = query.limit(limit)
-        return [_to_stored(row) for row in conn.execute(query).mappings()]
+        """``read`` on ``conn`` (inside its transaction)."""
+        sql, params = self._read_sql(stream=stream, trace_id=trace_id, attempt_id=attempt_id,
+                                     after=after, upto=upto, limit=limit)
+        times: dict[str, dt.datetime] = {}
+        return [_stored_from_row(row, times)
+                for row in conn.exec_driver_sql(sql, tuple(params)).all()]
 
     def iter_events(self, *, batch_size: int = 1000, after: int = 0, **filters: Any,
                     ) -> Iterator[StoredEvent]:
@@ -184,6 +188,10 @@ class LogReads:
     @_translated
     def streams(self, prefix: str = "") -> list[tuple[str, int]]:
         """``(stream, event count)`` for every stream starting with ``prefix``."""
+        from sqlalchemy import func, select
+
+        from tracestore.store.schema import events
+
         with self._reader.connect() as conn:
             rows = conn.execute(
                 select(events.c.stream, func.count()).where(events.c.stream.startswith(prefix))
@@ -196,6 +204,10 @@ class LogReads:
         """Per attempt stream, in order of its first event: id, event count, first position,
         and the trace and API its first event names -- ONE grouped query joined to each
         stream's first row (payloads read as JSON, no model per row)."""
+        from sqlalchemy import func, select
+
+        from tracestore.store.schema import events
+
         first = (select(events.c.stream, func.count().label("n"),
                         func.min(events.c.position).label("first"))
                  .where(events.c.stream.startswith("attempt:"))
@@ -228,6 +240,10 @@ class LogReads:
         trace's events come from one prepared driver-level query on the same connection,
         so memory holds one trace at a time and no SQL is compiled per trace.
         """
+        from sqlalchemy import func, select
+
+        from tracestore.store.schema import events
+
         ids = (select(events.c.trace_id).where(events.c.trace_id.is_not(None))
                .group_by(events.c.trace_id).order_by(func.min(events.c.position)))
         per_trace = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE trace_id = {self._mark} "
@@ -246,12 +262,16 @@ class LogReads:
                             times.clear()
                 finally:
                     cursor.close()
-        except DBAPIError as exc:
+        except driver_errors() as exc:
             raise database_error(exc, self.url, "in iter_traces") from exc
 
     @_translated
     def trace_ids(self) -> list[str]:
         """Every trace id in the log, in order of its first event."""
+        from sqlalchemy import func, select
+
+        from tracestore.store.schema import events
+
         with self._reader.connect() as conn:
             rows = conn.execute(
                 select(events.c.trace_id).where(events.c.trace_id.is_not(None))
@@ -260,6 +280,10 @@ class LogReads:
 
     @_translated
     def get_blob(self, sha256: str) -> bytes | None:
+        from sqlalchemy import select
+
+        from tracestore.store.schema import blobs
+
         with self._reader.connect() as conn:
             row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha256)).first()
             return None if row is None else bytes(row[0])
@@ -269,6 +293,8 @@ class LogReads:
                ) -> VerifyResult:
         """Recompute the hash chain and re-hash referenced captures (see ``store.verify``);
         with ``expected``, also prove the log still extends that signed head."""
+        from tracestore.store.verify import verify_store
+
         with self._reader.connect() as conn:
             return verify_store(conn, batch_size=batch_size, expected=expected)
 

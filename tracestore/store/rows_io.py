@@ -8,13 +8,13 @@ import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Engine, select
-from sqlalchemy.exc import IntegrityError
-
 from tracestore.errors import InputError, StoreError
 from tracestore.store.bulk import paused_gc
-from tracestore.store.schema import blobs
-from tracestore.store.verify import GENESIS_HASH, chain_hash
+from tracestore.store.chain import GENESIS_HASH, chain_hash
+from tracestore.store.dberrors import driver_message, integrity_errors
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine
 
 _BLOB_PIECE = 1 << 20  # bytes per write when a large capture is streamed into SQLite
 
@@ -37,11 +37,13 @@ class RowsIO:
         stored: list[str] = []
         for data in blob_data:
             sha = hashlib.sha256(data).hexdigest()
-            present = conn.execute(select(blobs.c.sha256).where(blobs.c.sha256 == sha)).first()
+            present = conn.exec_driver_sql(
+                f"SELECT 1 FROM ts_blobs WHERE sha256 = {self._mark}", (sha,)).first()
             if present is None:
                 if not self._stream_blob(conn, sha, data):
-                    conn.execute(blobs.insert(),
-                                 {"sha256": sha, "size": len(data), "data": data})
+                    conn.exec_driver_sql(
+                        f"INSERT INTO ts_blobs (sha256, size, data) VALUES ({self._mark}, "
+                        f"{self._mark}, {self._mark})", (sha, len(data), data))
             stored.append(sha)
         return stored
 
@@ -49,7 +51,8 @@ class RowsIO:
         """Write a large capture into SQLite piece by piece (incremental blob I/O, in the
         same transaction): bound as one parameter, SQLite would hold its own copies of the
         whole capture -- as large as the input -- at the ingest's peak."""
-        driver = conn.connection.driver_connection
+        raw = conn.connection  # SQLAlchemy's pool proxy, or a plain sqlite3 connection
+        driver = getattr(raw, "driver_connection", raw)
         if (self._dialect != "sqlite" or len(data) <= _BLOB_PIECE or driver is None
                 or not hasattr(driver, "blobopen")):
             return False
@@ -123,7 +126,7 @@ class RowsIO:
                 if batch:
                     self._write_rows(conn, batch)
                 self._put_blobs(conn, list(blob_data))
-        except IntegrityError as exc:
-            raise StoreError(f"the database refused the import: {exc.orig}",
+        except integrity_errors() as exc:
+            raise StoreError(f"the database refused the import: {driver_message(exc)}",
                              code="import_refused") from exc
         return count, prev_hash

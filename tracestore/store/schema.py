@@ -57,4 +57,4 @@ store_meta = Table(
     Column("value", String(255), nullable=False),
 )
 
-STORE_MARKER = ("format", "tracestore-eventlog-1")
+from tracestore.store import STORE_MARKER  # noqa: E402,F401 - defined import-free there
