@@ -45,6 +45,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 DELTA = "The public desk opens Wednesday from 09:00 to 17:00 UTC. "
 MiB = 1024 * 1024
@@ -61,6 +62,60 @@ def make_big_projection(frames: int) -> bytes:
               '{"messageStop":{"stopReason":"end_turn"}}',
               '{"local":"drain","outcome":"clean"}']
     return ("[\n" + ",\n".join(parts) + "\n]\n").encode()
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+CHAT_CAPTURE = REAL / "openai-chat" / "text-usage-moderation-gpt-5.sse"
+BEDROCK_CAPTURE = REAL / "bedrock" / "nova-micro-text.bin"
+
+
+def _messages(data: bytes) -> list[bytes]:
+    """An AWS event stream's messages (each starts with its 4-byte total length)."""
+    out, i = [], 0
+    while i < len(data):
+        size = int.from_bytes(data[i:i + 4], "big")
+        out.append(data[i:i + size])
+        i += size
+    return out
+
+
+def make_big_chat_capture(frames: int) -> bytes:
+    """A real OpenAI Chat Completions capture (gpt-5, with usage and a moderation frame)
+    with its first content delta repeated so the stream holds ``frames`` ``data:`` frames:
+    every byte is the provider's own, in the order a longer answer would send them."""
+    blocks = [b + b"\n\n" for b in CHAT_CAPTURE.read_bytes().split(b"\n\n") if b.strip()]
+    head, delta, tail = blocks[:1], blocks[1], blocks[2:]
+    return b"".join(head + [delta] * (frames - len(head) - len(tail)) + tail)
+
+
+def make_big_bedrock_capture(frames: int) -> bytes:
+    """A real Bedrock ConverseStream capture (Nova Micro) with its first
+    ``contentBlockDelta`` message repeated (CRCs are per message, so each copy is valid) to
+    ``frames`` messages."""
+    messages = _messages(BEDROCK_CAPTURE.read_bytes())
+    deltas = [i for i, m in enumerate(messages) if b"contentBlockDelta" in m[:80]]
+    head, tail = messages[:deltas[0]], messages[deltas[-1] + 1:]
+    body = [messages[deltas[0]]] * (frames - len(head) - len(tail))
+    return b"".join(head + body + tail)
+
+
+INPUTS = {"projection": (make_big_projection, "json"), "chat": (make_big_chat_capture, "sse"),
+          "bedrock": (make_big_bedrock_capture, "bin")}
+
+
+def _elements(path: Path, data: bytes) -> list[Any]:
+    """The anchors' decode: the frames' JSON by ``json.loads`` and nothing else (no CRC
+    check, no strictness, no normalizing): the cheapest honest reading of the input."""
+    if path.suffix == ".json":
+        return json.loads(data)
+    if path.suffix == ".sse":
+        return [json.loads(line[6:]) for line in data.split(b"\n")
+                if line.startswith(b"data: ") and line != b"data: [DONE]"]
+    out = []
+    for message in _messages(data):
+        headers = int.from_bytes(message[4:8], "big")
+        out.append(json.loads(message[12 + headers:-4]))
+    return out
 
 
 # -- contenders (each runs in its own process: `bench/ingest.py --one NAME FILE DB`) -----
@@ -100,7 +155,7 @@ def _payload(attempt: str, sha: str, index: int, element: dict) -> dict:
 def run_raw(path: Path, db: str) -> int:
     data = path.read_bytes()
     sha = hashlib.sha256(data).hexdigest()
-    elements = json.loads(data)
+    elements = _elements(path, data)
     conn = sqlite3.connect(db.removeprefix("sqlite:///"), isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
@@ -139,7 +194,7 @@ def run_es(path: Path, db: str) -> int:
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     stored = [StoredEvent(originator, n, "tracestore.events:FrameReceived",
                           dumps(_payload("es", sha, n, element)).encode())
-              for n, element in enumerate(json.loads(data), start=1)]
+              for n, element in enumerate(_elements(path, data), start=1)]
     recorder.insert_events(stored)
     return len(stored)
 
@@ -181,9 +236,11 @@ def measure(name: str, path: Path, db: str) -> dict:
         return json.loads(out.read().splitlines()[-1])
 
 
-def compare_size(folder: Path, frames: int, rounds: int, names: list[str]) -> None:
-    path = folder / f"projection-{frames}.json"
-    path.write_bytes(make_big_projection(frames))
+def compare_size(folder: Path, frames: int, rounds: int, names: list[str],
+                 kind: str = "projection") -> None:
+    make, suffix = INPUTS[kind]
+    path = folder / f"{kind}-{frames}.{suffix}"
+    path.write_bytes(make(frames))
     size = path.stat().st_size
     results: dict[str, list[dict]] = {n: [] for n in names}
     for round_no in range(rounds):
@@ -193,7 +250,10 @@ def compare_size(folder: Path, frames: int, rounds: int, names: list[str]) -> No
             Path(db.removeprefix("sqlite:///")).unlink(missing_ok=True)
     best = {n: min(r["seconds"] for r in rs) for n, rs in results.items()}
     cpu = {n: min(r["cpu"] for r in rs) for n, rs in results.items()}
-    print(f"\n{frames:,} frames + 1 label ({size / MiB:.0f} MiB input), "
+    what = {"projection": "frames + 1 label (Bedrock projection)",
+            "chat": f"frames, OpenAI Chat SSE capture ({CHAT_CAPTURE.name} repeated)",
+            "bedrock": f"messages, Bedrock event stream ({BEDROCK_CAPTURE.name} repeated)"}
+    print(f"\n{frames:,} {what[kind]} ({size / MiB:.0f} MiB input), "
           f"best of {rounds} interleaved rounds, events/s and ratio (higher is better):")
     for name in names:
         rss = max(r["rss"] for r in results[name]) / MiB
@@ -226,6 +286,9 @@ def main() -> None:
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default="cli,lib,raw,es")
+    parser.add_argument("--inputs", default="projection,chat,bedrock",
+                        help="projection (decoded), chat (an OpenAI Chat SSE capture), "
+                             "bedrock (a Bedrock event-stream capture); comma-separated")
     parser.add_argument("--pg", default=os.environ.get("TRACESTORE_TEST_PG_URL"))
     parser.add_argument("--one", nargs=3, metavar=("NAME", "FILE", "DB"))
     parser.add_argument("--no-compile", action="store_true",
@@ -244,7 +307,8 @@ def main() -> None:
     names = args.only.split(",")
     with tempfile.TemporaryDirectory() as tmp:
         for frames in (int(s) for s in args.sizes.split(",")):
-            compare_size(Path(tmp), frames, args.rounds, names)
+            for kind in args.inputs.split(","):
+                compare_size(Path(tmp), frames, args.rounds, names, kind)
             if args.pg:
                 compare_postgres(Path(tmp), args.pg, frames)
 
