@@ -30,8 +30,8 @@ from tracestore.errors import (
     AttemptClosedError, ExpectedVersionConflict, InputError, NotFound, StoreError,
 )
 from tracestore.events import (
-    AttemptStarted, CaptureSegment, FrameReceived, FrameRejected, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
-    trace_stream,
+    AttemptStarted, CaptureSegment, FrameRejected, LocalStopped, NewEvent, TaskRule,
+    TraceOpened, TransportDrained, attempt_stream, trace_stream,
 )
 from tracestore.ingest.plan import (
     DRAIN_OUTCOMES, binding_events, check_binding_conflicts, event_id,
@@ -44,6 +44,7 @@ from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.checks import (  # noqa: F401 - as_task_rule is imported from here
     _bindings, _check_profile, _open_store, _request_settings, as_task_rule,
 )
+from tracestore.recording.rows import FrameRows, Row, fresh_ids, model_row
 from tracestore.recording.stream import FeedResult, LiveCapture
 
 if TYPE_CHECKING:
@@ -69,6 +70,10 @@ class Recorder:
         self.store = store if store is not None else _open_store(EventStore, db)
         self.lock = threading.RLock()
         self._planners: OrderedDict[str, DecisionPlanner] = OrderedDict()
+        self.versions: dict[str, int] = {}
+        """Attempt streams' versions as this recorder's last commits left them, so its
+        appends do not read them back (``EventStore.append_fresh_groups``; the store's
+        unique (stream, version) refuses a version another writer took meanwhile)."""
         self.closed = False
         "Set by ``close``: every later recording call raises ``recorder_closed``."
 
@@ -90,7 +95,23 @@ class Recorder:
         this recorder has not read yet, outside the write transaction; only the append
         itself takes the database's write lock.  ``lock`` guards the shared planners."""
         with self.lock:
-            return record_decisions(self.store, trace_id, self.planner(trace_id))
+            planner = self.planner(trace_id)
+            before = set(planner.recorded)
+            try:
+                return record_decisions(self.store, trace_id, planner)
+            finally:  # decisions went to these attempts' streams: read their versions again
+                self.forget_versions(attempt_stream(attempt_id) for attempt_id, _
+                                     in planner.recorded - before)
+
+    #: Stream versions kept (``versions``) at most; beyond, they are read again.
+    VERSIONS_KEPT = 8192
+
+    def forget_versions(self, streams: Any) -> None:
+        """Streams another append moved on (decisions): their versions are read again."""
+        for stream in streams:
+            self.versions.pop(stream, None)
+        if len(self.versions) > self.VERSIONS_KEPT:
+            self.versions.clear()
 
     def planner(self, trace_id: str) -> DecisionPlanner:
         """The trace's decision planner (kept for the ``PLANNERS_KEPT`` latest traces)."""
@@ -205,6 +226,8 @@ class AttemptRecorder:
         self.retry_of, self.request = retry_of, request
         self.reader = reader or f"recorder:{attempt_id}"
         self.stream = attempt_stream(attempt_id)
+        NewEvent(self.stream, None, trace_id=trace.trace_id)  # printable names, or refused
+        self._frame_rows: FrameRows | None = None
         self.started = False
         self.drained = False
         self.failure: StoreError | None = None
@@ -337,9 +360,11 @@ class AttemptRecorder:
 
     def _write(self, result: FeedResult, *, final: bool = False,
                tail: list[Any] | None = None) -> None:
-        events: list[Any] = []
         api = self.capture.api
-        starting = not self.started and api is not None
+        if not self.started and api is None:
+            return  # the API is not known yet: nothing can be recorded (bytes stay pending)
+        events: list[Any] = []
+        starting = not self.started
         if starting and api is not None:  # (the second test narrows api for the checker)
             events.append(AttemptStarted(
                 attempt_id=self.attempt_id, trace_id=self.trace.trace_id,
@@ -347,6 +372,7 @@ class AttemptRecorder:
                 request=self.request, observed_at=_now()))
         seg = result.segment
         blobs: list[bytes] = []
+        frames: list[Any] = []
         if seg is not None or final:
             data = seg.data if seg is not None else b""
             sha = seg.sha256 if seg is not None else sha256_bytes(b"")
@@ -356,30 +382,39 @@ class AttemptRecorder:
                 framing=self.capture.framing or "unknown", final=final,
                 stream_sha256=self.capture.stream_sha256 if final else None))
             blobs.append(data)
-            events += [FrameReceived(
-                attempt_id=self.attempt_id, api=self.capture.api or "", native=f.native,
-                kinds=f.kinds, event_name=f.event_name, reader=self.reader, index=f.index,
-                capture_sha256=sha, offset=f.offset - offset, length=f.length)
-                for f in result.frames]
+            frames = result.frames
         if result.rejected is not None:  # as ingest records a stream that turned invalid
             r = result.rejected
-            events.append(FrameRejected(attempt_id=self.attempt_id, code=r.code,
-                                        offset=r.offset, index=r.index, detail=r.detail))
-        events += tail or []
-        if not self.started and self.capture.api is None:
-            return  # the API is not known yet: nothing can be recorded (bytes stay pending)
-        self._append(events, blobs)
+            rejected = FrameRejected(attempt_id=self.attempt_id, code=r.code,
+                                     offset=r.offset, index=r.index, detail=r.detail)
+        tail = tail or []
+        ids = fresh_ids(len(events) + len(frames) + (result.rejected is not None)
+                        + len(tail))
+        trace_id = self.trace.trace_id
+        rows = [model_row(self.stream, i, trace_id, e) for i, e in zip(ids, events)]
+        if frames:
+            rows += self._frames.rows(frames, ids[len(rows):], sha, offset)
+        if result.rejected is not None:
+            rows.append(model_row(self.stream, ids[len(rows)], trace_id, rejected))
+        rows += [model_row(self.stream, i, trace_id, e) for i, e in zip(ids[len(rows):], tail)]
+        self._append(rows, blobs)
         if starting:
             self._decide(starting=True)  # this start supersedes older attempts of the trace
 
     def _append(self, events: list[Any], blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
-        """One transaction.  The first append expects the attempt stream at version 0, so
-        two writers can never both start one attempt id.  Later appends expect nothing:
-        other writers legitimately add ``release.decided`` to this stream (a retry's start
-        supersedes it), and only this reader ever adds its frames."""
+        """One transaction (or a part of the writer's batch): ``events`` are models or
+        ``rows.Row``.  The first append expects the attempt stream at version 0, so two
+        writers can never both start one attempt id.  Later appends expect nothing: other
+        writers legitimately add ``release.decided`` to this stream (a retry's start
+        supersedes it), and only this reader ever adds its frames; the version this
+        recorder wrote last is not read back (``Recorder.versions``), the store's unique
+        (stream, version) guards it."""
         if not events:
             return
-        batch = [NewEvent(self.stream, e, trace_id=self.trace.trace_id) for e in events]
+        rec, trace_id = self._rec, self.trace.trace_id
+        ids = iter(fresh_ids(len(events)))
+        batch = [e if e.__class__ is Row else model_row(self.stream, next(ids), trace_id, e)
+                 for e in events]
         expected = None if self.started else {self.stream: 0}
         shared = current_batch()
         if shared is not None:  # the transport's writer commits its whole batch at once
@@ -387,7 +422,10 @@ class AttemptRecorder:
             self.started = True
             return
         try:
-            self._rec.store.append(batch, expected_versions=expected, blob_data=blobs)
+            (outcome,) = rec.store.append_fresh_groups([(self, batch, expected, blobs)],
+                                                       rec.versions)
+            if isinstance(outcome, Exception):
+                raise outcome
         except ExpectedVersionConflict as exc:
             self.failure = exc
             raise InputError(f"attempt {self.attempt_id!r} is already in the log",
@@ -396,6 +434,14 @@ class AttemptRecorder:
             self.failure = exc
             raise
         self.started = True
+
+    @property
+    def _frames(self) -> FrameRows:
+        """This attempt's frame rows (made when its API is known)."""
+        if self._frame_rows is None:
+            self._frame_rows = FrameRows(self.stream, self.trace.trace_id, self.attempt_id,
+                                         self.capture.api or "", self.reader)
+        return self._frame_rows
 
     def _decide(self, *, starting: bool = False) -> None:
         shared = current_batch()

@@ -54,6 +54,9 @@ class LiveFrame:
     event_name: str | None
     native: Any
     kinds: tuple[str, ...]
+    observed: Any = None
+    """The normalizer's observations of the frame (their kinds are ``kinds``), lent to
+    the recorder's decision planner, which folds them instead of normalizing again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,17 +357,25 @@ class LiveCapture:
         if self._normalizer is None:
             self._normalizer = make_normalizer(self.api or "")
         frames = []
+        feed = self._normalizer.feed
         for frame, name, native in self._held:
-            observations = self._normalizer.feed(native, name)
-            kinds = tuple(o.kind for o in observations)
-            self.terminal_seen = self.terminal_seen or "terminal" in kinds
-            live = LiveFrame(self._index, frame.offset, frame.length, name, native, kinds)
-            if not (kinds and all(kind == "keepalive" for kind in kinds)):
+            observations = feed(native, name)
+            kinds = (observations[0].kind,) if len(observations) == 1 \
+                else tuple([o.kind for o in observations])
+            live = LiveFrame(self._index, frame.offset, frame.length, name, native, kinds,
+                             observations)
+            if "terminal" in kinds:
+                self.terminal_seen = True
+            if "keepalive" in kinds:
+                if any(o.kind == "keepalive" and o.native_type == DONE_MARKER
+                       for o in observations):
+                    self.end_marker = live
+                if not all(kind == "keepalive" for kind in kinds):
+                    self.error_ending = (live, observations[-1]) \
+                        if kinds[-1] == "error" else None
+            else:
                 self.error_ending = (live, observations[-1]) \
                     if kinds and kinds[-1] == "error" else None
-            if any(o.kind == "keepalive" and o.native_type == DONE_MARKER
-                   for o in observations):
-                self.end_marker = live
             frames.append(live)
             self._index += 1
         self._held = []
