@@ -23,8 +23,9 @@ from typing import Any
 from tracestore.errors import AttemptClosedError, InputError, TracestoreError, WireError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
 from tracestore.providers.capture import (
-    DETECT_NATIVES, INVALID_BYTES, PARTIAL_PROVIDERS, detect_provider, native_of, shape_vote,
+    DETECT_NATIVES, INVALID_BYTES, PARTIAL_PROVIDERS, detect_provider, shape_vote,
 )
+from tracestore.recording.natives import live_native_of
 from tracestore.providers.error_body import MAX_ERROR_BODY_BYTES, whole_error_body
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
 from tracestore.wire.base import Decoder
@@ -45,7 +46,7 @@ class Segment:
     sha256: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per frame (frozen costs 4x); never changed
 class LiveFrame:
     index: int
     offset: int
@@ -263,7 +264,7 @@ class LiveCapture:
     def _emit(self, wire: list[Any], *, final: bool) -> FeedResult:
         for frame in wire:
             try:
-                self._held.append((frame, *native_of(frame)))
+                self._held.append((frame, *live_native_of(frame)))
             except WireError as exc:
                 if not self._keeps_prefix_of(exc):
                     raise
