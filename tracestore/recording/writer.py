@@ -102,8 +102,10 @@ class Writer:
 
     def _run_batch(self, works: list[Callable[[], Any]]) -> None:
         """Run ``works`` in order, their appends collected into ONE transaction."""
+        from tracestore.store.bulk import paused_gc
+
         batch = Batch()
-        with self.lock:
+        with self.lock, paused_gc():
             _local.batch = batch
             try:
                 for work in group_chunks(works):
