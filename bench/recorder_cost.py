@@ -104,18 +104,19 @@ def worker(mode: str, attempts: int, rounds: int, capture: Path, chunk: int) -> 
 
     one_round(min(attempts, 20))  # warm-up: imports, model builds, the writer started
     pid = getattr(getattr(transport, "process", None), "pid", None)
-    cpus = []
+    cpus, children = [], []
     for _ in range(rounds):
         used, child_used = time.process_time(), child_cpu(pid)
         one_round(attempts)
-        cpus.append(time.process_time() - used + child_cpu(pid) - child_used)
+        children.append(child_cpu(pid) - child_used)
+        cpus.append(time.process_time() - used + children[-1])
     failures = getattr(transport, "failures", [])
     getattr(transport, "close", lambda: None)()
     if rec is not None:
         rec.close()
     import tracestore
 
-    print(json.dumps({"cpus": cpus, "frames": frames_in(data) * attempts,
+    print(json.dumps({"cpus": cpus, "child": children, "frames": frames_in(data) * attempts,
                       "failures": len(failures), "package": tracestore.__file__}))
 
 
