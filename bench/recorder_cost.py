@@ -137,7 +137,8 @@ def measure(source: Path | None, mode: str, args: argparse.Namespace) -> list[fl
     out = subprocess.run(
         [sys.executable, __file__, "--worker", mode, "--attempts", str(args.attempts),
          "--rounds", "1", "--capture", str(args.capture), "--chunk", str(args.chunk)],
-        check=True, capture_output=True, text=True, env=env).stdout
+        check=True, capture_output=True, text=True, env=env,
+        cwd=source or REPO).stdout  # (a ref's writer process imports from its folder)
     result = json.loads(out.strip().splitlines()[-1])
     expected = (source or REPO) / "tracestore" / "__init__.py"
     if Path(result["package"]).resolve() != expected.resolve():
