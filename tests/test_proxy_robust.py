@@ -107,7 +107,17 @@ def test_a_database_failure_never_breaks_the_clients_stream(setup, monkeypatch) 
         recorded["segments"] += sum(isinstance(e.event, CaptureSegment) for e in events)
         return original(events, **kwargs)
 
+    original_fresh = setup.rec.store.append_fresh_groups
+
+    def failing_fresh(groups, versions=None):  # the recorder's frames (rows)
+        if recorded["segments"]:
+            raise StoreError("database is gone", code="database_unavailable")
+        recorded["segments"] += sum(e.type == "capture.segment" for _, events, _, _ in groups
+                                    for e in events)
+        return original_fresh(groups, versions)
+
     monkeypatch.setattr(setup.rec.store, "append", failing_append)
+    monkeypatch.setattr(setup.rec.store, "append_fresh_groups", failing_fresh)
     gate = threading.Event()
     setup.recording.call(gate.wait)  # the writer waits: the whole body queues up behind it
     response = httpx.post(f"{setup.url}/v1/responses", json={"stream": True})

@@ -200,6 +200,7 @@ def test_a_database_failing_mid_stream_raises_typed_errors_and_keeps_a_clean_pre
         raise StoreError("cannot reach the database", code="database_unavailable")
 
     monkeypatch.setattr(rec.store, "append", unreachable)
+    monkeypatch.setattr(rec.store, "append_fresh_groups", unreachable)  # the frames' own
     piece = data[1000:2000]
     with pytest.raises(StoreError) as failed:
         attempt.feed(piece)

@@ -126,6 +126,7 @@ def test_with_the_process_writer_the_application_runs_no_decoder_and_no_store_co
             monkeypatch.setattr(cls, name, counted)
         for cls, name in ((LiveCapture, "feed"), (LiveCapture, "close"),
                           (log.EventStore, "append_with"), (log.EventStore, "append_groups"),
+                          (log.EventStore, "append_fresh_groups"),
                           (log.EventStore, "append"), (log.EventStore, "read"),
                           (decisions.DecisionPlanner, "missing")):
             spy(cls, name)

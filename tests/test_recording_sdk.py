@@ -328,8 +328,18 @@ def test_a_recording_failure_never_breaks_the_applications_stream(rec, server,
                              for _, events, _, _ in groups for e in events)
         return original_groups(groups)
 
+    original_fresh = rec.store.append_fresh_groups
+
+    def failing_fresh(groups, versions=None):  # the same, as the recorder's rows
+        if segments["n"]:
+            raise StoreError("database is gone", code="database_unavailable")
+        segments["n"] += sum(e.type == "capture.segment" for _, events, _, _ in groups
+                             for e in events)
+        return original_fresh(groups, versions)
+
     monkeypatch.setattr(rec.store, "append", failing_append)
     monkeypatch.setattr(rec.store, "append_groups", failing_groups)
+    monkeypatch.setattr(rec.store, "append_fresh_groups", failing_fresh)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         deltas = [e.delta for e in client.responses.create(model="gpt-4o", input="x",

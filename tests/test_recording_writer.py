@@ -29,7 +29,7 @@ def _pieces(data: bytes, n: int) -> list[bytes]:
 def _transactions(monkeypatch: pytest.MonkeyPatch, store: Any) -> list[str]:
     """Every write transaction the store opens, by method (append calls append_with)."""
     seen: list[str] = []
-    for name in ("append_with", "append_each", "append_groups"):
+    for name in ("append_with", "append_each", "append_groups", "append_fresh_groups"):
         original = getattr(store, name, None)
         if original is None:
             continue
@@ -79,7 +79,8 @@ def test_ten_interleaved_attempts_share_the_writers_transactions(
         # in it one more (each decision used to commit the batch so far, then itself: 4
         # transactions per attempt) -- never one per chunk.
         assert len(seen) <= ATTEMPTS + 4 < chunks
-        assert seen.count("append_groups") <= 3
+        assert seen.count("append_fresh_groups") <= 3
+        assert "append_groups" not in seen  # the rows went in at once, never one by one
         # Deciding folds what the batch appended: none of an attempt's events is read back.
         assert not [s for s in read_back if s.startswith("attempt:")]
         monkeypatch.setattr(reads, "_stored_from_row", load)

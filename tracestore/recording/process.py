@@ -301,8 +301,10 @@ class ProcessWriter:
         env = dict(os.environ)
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # ``-P``: the working directory is not put first on the child's path, so the child
+        # runs this package (``root``), never another checkout the application runs in.
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tracestore.recording.process_child", path],
+            [sys.executable, "-P", "-m", "tracestore.recording.process_child", path],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
         threading.Thread(target=self._read_answers, args=(self.proc,), daemon=True,
                          name="tracestore-recorder-answers").start()

@@ -19,19 +19,17 @@ opened — nothing routes by a "current attempt".
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
 import threading
 import uuid
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Mapping
 
 from tracestore.errors import (
-    AttemptClosedError, ExpectedVersionConflict, InputError, NotFound, StoreError,
+    AttemptClosedError, InputError, NotFound, StoreError,
 )
 from tracestore.events import (
-    AttemptStarted, CaptureSegment, FrameReceived, FrameRejected, LocalStopped, NewEvent, TaskRule, TraceOpened, TransportDrained, attempt_stream,
-    trace_stream,
+    LocalStopped, NewEvent, TaskRule,
+    TraceOpened, TransportDrained, attempt_stream, trace_stream,
 )
 from tracestore.ingest.plan import (
     DRAIN_OUTCOMES, binding_events, check_binding_conflicts, event_id,
@@ -39,20 +37,19 @@ from tracestore.ingest.plan import (
 from tracestore.projections.release import ReleaseDecision
 from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_decisions
 from tracestore.recording.process import deferring
-from tracestore.recording.writer import current_batch
 from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.checks import (  # noqa: F401 - as_task_rule is imported from here
     _bindings, _check_profile, _open_store, _request_settings, as_task_rule,
 )
+from tracestore.recording.attempt_writes import (  # noqa: F401 - sha256_bytes re-exported
+    AttemptWrites, _now, sha256_bytes,
+)
+from tracestore.recording.rows import FrameRows
 from tracestore.recording.stream import FeedResult, LiveCapture
 
 if TYPE_CHECKING:
     from tracestore.store.log import EventStore
 
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
 
 
 class Recorder:
@@ -69,6 +66,10 @@ class Recorder:
         self.store = store if store is not None else _open_store(EventStore, db)
         self.lock = threading.RLock()
         self._planners: OrderedDict[str, DecisionPlanner] = OrderedDict()
+        self.versions: dict[str, int] = {}
+        """Attempt streams' versions as this recorder's last commits left them, so its
+        appends do not read them back (``EventStore.append_fresh_groups``; the store's
+        unique (stream, version) refuses a version another writer took meanwhile)."""
         self.closed = False
         "Set by ``close``: every later recording call raises ``recorder_closed``."
 
@@ -90,7 +91,23 @@ class Recorder:
         this recorder has not read yet, outside the write transaction; only the append
         itself takes the database's write lock.  ``lock`` guards the shared planners."""
         with self.lock:
-            return record_decisions(self.store, trace_id, self.planner(trace_id))
+            planner = self.planner(trace_id)
+            before = set(planner.recorded)
+            try:
+                return record_decisions(self.store, trace_id, planner)
+            finally:  # decisions went to these attempts' streams: read their versions again
+                self.forget_versions(attempt_stream(attempt_id) for attempt_id, _
+                                     in planner.recorded - before)
+
+    #: Stream versions kept (``versions``) at most; beyond, they are read again.
+    VERSIONS_KEPT = 8192
+
+    def forget_versions(self, streams: Any) -> None:
+        """Streams another append moved on (decisions): their versions are read again."""
+        for stream in streams:
+            self.versions.pop(stream, None)
+        if len(self.versions) > self.VERSIONS_KEPT:
+            self.versions.clear()
 
     def planner(self, trace_id: str) -> DecisionPlanner:
         """The trace's decision planner (kept for the ``PLANNERS_KEPT`` latest traces)."""
@@ -195,7 +212,7 @@ class TraceRecorder:
             return decide_all(self.recorder.store.read(trace_id=self.trace_id), self.trace_id)
 
 
-class AttemptRecorder:
+class AttemptRecorder(AttemptWrites):
     """One attempt's reader: feed it raw bytes, Stop, drain, destinations, read its decision."""
 
     def __init__(self, trace: TraceRecorder, attempt_id: str, capture: LiveCapture, *,
@@ -205,6 +222,8 @@ class AttemptRecorder:
         self.retry_of, self.request = retry_of, request
         self.reader = reader or f"recorder:{attempt_id}"
         self.stream = attempt_stream(attempt_id)
+        NewEvent(self.stream, None, trace_id=trace.trace_id)  # printable names, or refused
+        self._frame_rows: FrameRows | None = None
         self.started = False
         self.drained = False
         self.failure: StoreError | None = None
@@ -334,86 +353,6 @@ class AttemptRecorder:
                     raise NotFound(f"retry_of names {self.retry_of!r}, which is not an attempt "
                                    f"of trace {self.trace.trace_id!r}", code="attempt_not_found",
                                    attempt_id=self.retry_of)
-
-    def _write(self, result: FeedResult, *, final: bool = False,
-               tail: list[Any] | None = None) -> None:
-        events: list[Any] = []
-        api = self.capture.api
-        starting = not self.started and api is not None
-        if starting and api is not None:  # (the second test narrows api for the checker)
-            events.append(AttemptStarted(
-                attempt_id=self.attempt_id, trace_id=self.trace.trace_id,
-                api=api, reader=self.reader, retry_of=self.retry_of,
-                request=self.request, observed_at=_now()))
-        seg = result.segment
-        blobs: list[bytes] = []
-        if seg is not None or final:
-            data = seg.data if seg is not None else b""
-            sha = seg.sha256 if seg is not None else sha256_bytes(b"")
-            offset = seg.offset if seg is not None else self.capture.size
-            events.append(CaptureSegment(
-                attempt_id=self.attempt_id, sha256=sha, offset=offset, size=len(data),
-                framing=self.capture.framing or "unknown", final=final,
-                stream_sha256=self.capture.stream_sha256 if final else None))
-            blobs.append(data)
-            events += [FrameReceived(
-                attempt_id=self.attempt_id, api=self.capture.api or "", native=f.native,
-                kinds=f.kinds, event_name=f.event_name, reader=self.reader, index=f.index,
-                capture_sha256=sha, offset=f.offset - offset, length=f.length)
-                for f in result.frames]
-        if result.rejected is not None:  # as ingest records a stream that turned invalid
-            r = result.rejected
-            events.append(FrameRejected(attempt_id=self.attempt_id, code=r.code,
-                                        offset=r.offset, index=r.index, detail=r.detail))
-        events += tail or []
-        if not self.started and self.capture.api is None:
-            return  # the API is not known yet: nothing can be recorded (bytes stay pending)
-        self._append(events, blobs)
-        if starting:
-            self._decide(starting=True)  # this start supersedes older attempts of the trace
-
-    def _append(self, events: list[Any], blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
-        """One transaction.  The first append expects the attempt stream at version 0, so
-        two writers can never both start one attempt id.  Later appends expect nothing:
-        other writers legitimately add ``release.decided`` to this stream (a retry's start
-        supersedes it), and only this reader ever adds its frames."""
-        if not events:
-            return
-        batch = [NewEvent(self.stream, e, trace_id=self.trace.trace_id) for e in events]
-        expected = None if self.started else {self.stream: 0}
-        shared = current_batch()
-        if shared is not None:  # the transport's writer commits its whole batch at once
-            shared.add(self, batch, expected, blobs)
-            self.started = True
-            return
-        try:
-            self._rec.store.append(batch, expected_versions=expected, blob_data=blobs)
-        except ExpectedVersionConflict as exc:
-            self.failure = exc
-            raise InputError(f"attempt {self.attempt_id!r} is already in the log",
-                             code="attempt_exists", attempt_id=self.attempt_id) from exc
-        except StoreError as exc:
-            self.failure = exc
-            raise
-        self.started = True
-
-    def _decide(self, *, starting: bool = False) -> None:
-        shared = current_batch()
-        if shared is not None:  # planned from the log, once the batch's facts are in it
-            if starting and self.retry_of is None:
-                shared.decide_later(self)
-            else:
-                shared.decide_now(self)
-            return
-        try:
-            self._rec.record_decisions(self.trace.trace_id)
-        except StoreError as exc:
-            self.failure = exc
-            raise
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 __all__ = ["APP_DESTINATIONS", "AttemptRecorder", "Recorder", "TraceRecorder", "as_task_rule"]

@@ -23,8 +23,9 @@ from typing import Any
 from tracestore.errors import AttemptClosedError, InputError, TracestoreError, WireError
 from tracestore.providers.base import PROVIDER_NAMES, Normalizer, make_normalizer
 from tracestore.providers.capture import (
-    DETECT_NATIVES, INVALID_BYTES, PARTIAL_PROVIDERS, detect_provider, native_of, shape_vote,
+    DETECT_NATIVES, INVALID_BYTES, PARTIAL_PROVIDERS, detect_provider, shape_vote,
 )
+from tracestore.recording.natives import live_native_of
 from tracestore.providers.error_body import MAX_ERROR_BODY_BYTES, whole_error_body
 from tracestore.wire import DETECT_HEAD_BYTES, FRAMINGS, detect_framing, make_decoder
 from tracestore.wire.base import Decoder
@@ -45,7 +46,7 @@ class Segment:
     sha256: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one is made per frame (frozen costs 4x); never changed
 class LiveFrame:
     index: int
     offset: int
@@ -54,6 +55,9 @@ class LiveFrame:
     event_name: str | None
     native: Any
     kinds: tuple[str, ...]
+    observed: Any = None
+    """The normalizer's observations of the frame (their kinds are ``kinds``), lent to
+    the recorder's decision planner, which folds them instead of normalizing again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +264,7 @@ class LiveCapture:
     def _emit(self, wire: list[Any], *, final: bool) -> FeedResult:
         for frame in wire:
             try:
-                self._held.append((frame, *native_of(frame)))
+                self._held.append((frame, *live_native_of(frame)))
             except WireError as exc:
                 if not self._keeps_prefix_of(exc):
                     raise
@@ -354,17 +358,25 @@ class LiveCapture:
         if self._normalizer is None:
             self._normalizer = make_normalizer(self.api or "")
         frames = []
+        feed = self._normalizer.feed
         for frame, name, native in self._held:
-            observations = self._normalizer.feed(native, name)
-            kinds = tuple(o.kind for o in observations)
-            self.terminal_seen = self.terminal_seen or "terminal" in kinds
-            live = LiveFrame(self._index, frame.offset, frame.length, name, native, kinds)
-            if not (kinds and all(kind == "keepalive" for kind in kinds)):
+            observations = feed(native, name)
+            kinds = (observations[0].kind,) if len(observations) == 1 \
+                else tuple([o.kind for o in observations])
+            live = LiveFrame(self._index, frame.offset, frame.length, name, native, kinds,
+                             observations)
+            if "terminal" in kinds:
+                self.terminal_seen = True
+            if "keepalive" in kinds:
+                if any(o.kind == "keepalive" and o.native_type == DONE_MARKER
+                       for o in observations):
+                    self.end_marker = live
+                if not all(kind == "keepalive" for kind in kinds):
+                    self.error_ending = (live, observations[-1]) \
+                        if kinds[-1] == "error" else None
+            else:
                 self.error_ending = (live, observations[-1]) \
                     if kinds and kinds[-1] == "error" else None
-            if any(o.kind == "keepalive" and o.native_type == DONE_MARKER
-                   for o in observations):
-                self.end_marker = live
             frames.append(live)
             self._index += 1
         self._held = []

@@ -102,8 +102,10 @@ class Writer:
 
     def _run_batch(self, works: list[Callable[[], Any]]) -> None:
         """Run ``works`` in order, their appends collected into ONE transaction."""
+        from tracestore.store.bulk import paused_gc
+
         batch = Batch()
-        with self.lock:
+        with self.lock, paused_gc():
             _local.batch = batch
             try:
                 for work in group_chunks(works):
@@ -282,9 +284,11 @@ class Batch:
                 if len(plans) == 1:  # nothing to share: as unbatched
                     self._decisions(rec, plans[0][0].trace_id, plans[0][2])
                     return
+                decided = [e for _, due, _ in plans for e in due]
+                rec.forget_versions({e.stream for e in decided})  # they move these on
                 try:
                     result = rec.store.append(
-                        [e for _, due, _ in plans for e in due],
+                        decided,
                         expected_versions={p.stream: p.trace_version for p, _, _ in plans})
                 except ExpectedVersionConflict:  # a rule changed meanwhile: one by one
                     for planner, _, attempts in plans:
@@ -316,9 +320,10 @@ class Batch:
         for rec, groups in self.groups.items():
             try:
                 with rec.lock:
-                    outcomes: list[Any] = rec.store.append_groups(
+                    outcomes: list[Any] = rec.store.append_fresh_groups(
                         [(id(attempt), events, expected, blobs)
-                         for attempt, events, expected, blobs in groups])
+                         for attempt, events, expected, blobs in groups], rec.versions)
+                    rec.forget_versions(())  # (bounded)
             except TracestoreError as exc:  # the store failed as a whole: nothing went in
                 outcomes = [exc] * len(groups)
             self.commits += 1
@@ -349,28 +354,21 @@ class Batch:
 
 
 def _feed_planners(rec: Any, groups: list[Any], outcomes: list[Any]) -> None:
-    """Feed each trace's decision planner the events the batch appended (from the models
-    the batch holds, at the positions the store gave them): deciding then reads nothing
-    of them back."""
-    from tracestore.events import StoredEvent
-    from tracestore.ingest.decisions import feed_written
-
-    written: dict[str, list[StoredEvent]] = {}
+    """Feed each trace's decision planner the rows the batch appended, at the positions
+    the store gave them (``feed_rows``): deciding then reads nothing of them back."""
+    written: dict[str, list[tuple[int, Any]]] = {}
     for (attempt, events, _, _), outcome in zip(groups, outcomes):
         if isinstance(outcome, Exception):
             continue
-        mine = written.setdefault(attempt.trace.trace_id, [])
-        # recorded_at None: stand-ins for the planner, not rows (they have no time)
-        mine.extend(StoredEvent(position, new.id, new.stream, 0, new.event.type, 0,
-                                None,  # type: ignore[arg-type]
-                                new.trace_id, new.event, "")
-                    for position, new in zip(outcome.positions, events))
+        written.setdefault(attempt.trace.trace_id, []).extend(zip(outcome.positions, events))
     planner = getattr(rec, "planner", None)
     if planner is None:
         return
+    from tracestore.recording.folding import feed_rows
+
     with rec.lock:
-        for trace_id, stored in written.items():
-            feed_written(rec.store, planner(trace_id), stored)
+        for trace_id, rows in written.items():
+            feed_rows(rec.store, planner(trace_id), rows)
 
 
 class Chunk:

@@ -231,6 +231,132 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
+    def append_fresh_groups(
+        self, groups: Sequence[tuple[Any, Sequence[Any], Mapping[str, int] | None,
+                                     Sequence[bytes]]],
+        versions: dict[str, int] | None = None,
+    ) -> list[AppendResult | TracestoreError]:
+        """``append_groups`` of events whose payloads are already their canonical bytes
+        and whose ids are fresh (a live recorder's frames, issue 25): every group in ONE
+        transaction with ONE insert of all their rows -- no savepoint, model, payload
+        serialization or id look-up per group, and the head read once.
+
+        Each event has ``stream``, ``id``, ``trace_id``, ``type`` and ``payload`` (the
+        bytes ``canonical_payload`` writes for its model); the caller vouches that each id
+        is freshly drawn (never stored), as ``NewEvent`` does for the ids it draws.
+        ``versions`` is the caller's memory of stream versions (updated in place once the
+        transaction commits): a stream it holds is not read back.  The unique (stream,
+        version) constraint still guards it: when another writer moved a stream on, the
+        insert is refused, and the batch is tried again with every version read.  A group
+        whose expected version does not hold, or rows the database refuses again, send
+        the whole batch to ``append_groups`` (a savepoint per group: the refused group's
+        error in its place, ``ExpectedVersionConflict`` for a stale expectation), as if
+        this method had not been asked."""
+        if not groups:
+            return []
+        known = versions if versions is not None else {}
+        for attempt in (0, 1):
+            try:
+                with paused_gc(), self._writer.begin() as conn:
+                    self._lock(conn)
+                    outcome = self._append_fresh_in(conn, groups, known if attempt == 0
+                                                    else {})
+            except IntegrityError:
+                continue  # a version moved on behind the caller's memory: read them all
+            except _Unexpected:
+                break  # an expectation does not hold: ``append_groups`` says which
+            except DBAPIError as exc:
+                raise database_error(exc, self.url, "during append") from exc
+            results, written = outcome
+            if versions is not None:
+                versions.update(written)
+            return list(results)
+        if versions is not None:
+            for _, batch, _, _ in groups:
+                for new in batch:
+                    versions.pop(new.stream, None)
+        serialized: list[Any] = [  # the same payload bytes (``_insert`` takes them as given)
+            (key, [SerializedEvent(e.stream, e.id, e.trace_id, e.type, e.payload)
+                   for e in batch], expected, blob_data)
+            for key, batch, expected, blob_data in groups]
+        return self.append_groups(serialized)
+
+    def _append_fresh_in(
+        self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
+                                                       Mapping[str, int] | None,
+                                                       Sequence[bytes]]],
+        known: Mapping[str, int],
+    ) -> tuple[list[AppendResult], dict[str, int]]:
+        """The single insert of ``append_fresh_groups`` (``_Unexpected`` when an expected
+        version does not hold: nothing is written)."""
+        mark = self._mark
+        unknown = sorted({e.stream for _, batch, _, _ in groups for e in batch} - set(known)
+                         | {s for _, _, expected, _ in groups for s in expected or ()})
+        versions = {stream: known[stream] for _, batch, _, _ in groups for stream in
+                    {e.stream for e in batch} if stream in known}
+        for start in range(0, len(unknown), ID_QUERY_CHUNK):
+            chunk = unknown[start:start + ID_QUERY_CHUNK]
+            versions.update(conn.exec_driver_sql(
+                f"SELECT stream, MAX(version) FROM ts_events WHERE stream IN "
+                f"({', '.join([mark] * len(chunk))}) GROUP BY stream", tuple(chunk)).all())
+        row = conn.exec_driver_sql(
+            "SELECT position, hash FROM ts_events ORDER BY position DESC LIMIT 1").first()
+        position, prev_hash = (0, GENESIS_HASH) if row is None else (row[0], row[1])
+        recorded_at = utc_now()
+        stored_blobs = iter(self._put_fresh_blobs(conn, [b for *_, blob_data in groups
+                                                         for b in blob_data]))
+        results: list[AppendResult] = []
+        total = sum(len(batch) for _, batch, _, _ in groups)
+        with self._row_sink(conn, total) as put:
+            for _, batch, expected, blob_data in groups:
+                for stream, want in (expected or {}).items():
+                    if versions.get(stream, 0) != want:
+                        raise _Unexpected  # nothing is written: the rows are not sent
+                first = position + 1
+                for new in batch:
+                    event_id, stream, type_name, payload_bytes = \
+                        new.id, new.stream, new.type, new.payload
+                    position += 1
+                    version = versions.get(stream, 0) + 1
+                    versions[stream] = version
+                    schema_version = SCHEMA_VERSIONS[type_name]
+                    trace_id = new.trace_id
+                    # ``chain_hash``, inlined as in ``_insert`` (``verify`` recomputes it)
+                    hasher = sha256(f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}"
+                                    f"\x1f{version}\x1f{type_name}\x1f{schema_version}"
+                                    f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
+                    hasher.update(payload_bytes)
+                    digest = hasher.hexdigest()
+                    put((position, event_id, stream, version, type_name, schema_version,
+                         recorded_at, trace_id, payload_bytes.decode("utf-8"), digest))
+                    prev_hash = digest
+                shas = tuple(next(stored_blobs) for _ in blob_data)
+                results.append(AppendResult(Positions(first, position + 1 - first), (), shas))
+        return results, versions
+
+    def _put_fresh_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
+        """``_put_blobs`` of many blobs: one look-up of which are stored, one insert of
+        the rest (a blob SQLite streams piece by piece goes alone, as there)."""
+        shas = [sha256(data).hexdigest() for data in blob_data]
+        mark, present = self._mark, set[str]()
+        distinct = sorted(set(shas))
+        for start in range(0, len(distinct), ID_QUERY_CHUNK):
+            chunk = distinct[start:start + ID_QUERY_CHUNK]
+            present.update(conn.exec_driver_sql(
+                f"SELECT sha256 FROM ts_blobs WHERE sha256 IN "
+                f"({', '.join([mark] * len(chunk))})", tuple(chunk)).scalars())
+        rows = []
+        for sha, data in zip(shas, blob_data):
+            if sha in present:
+                continue
+            present.add(sha)
+            if not self._stream_blob(conn, sha, data):
+                rows.append((sha, len(data), data))
+        if rows:
+            conn.exec_driver_sql(f"INSERT INTO ts_blobs (sha256, size, data) VALUES "
+                                 f"({mark}, {mark}, {mark})", rows)
+        return shas
+
     def _lock(self, conn: Connection) -> None:
         if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
@@ -364,6 +490,10 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         with self._row_sink(conn, len(rows)) as put:
             for row in rows:
                 put(row)
+
+
+class _Unexpected(Exception):
+    """An expected version of ``append_fresh_groups`` does not hold (rolled back)."""
 
 
 _RANGE_LOOKUP_MIN = 64
