@@ -257,15 +257,15 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         known = versions if versions is not None else {}
         for attempt in (0, 1):
             try:
-                with paused_gc(), self._writer.begin() as conn:
+                with paused_gc(), self._write_transaction() as conn:
                     self._lock(conn)
                     outcome = self._append_fresh_in(conn, groups, known if attempt == 0
                                                     else {})
-            except IntegrityError:
+            except integrity_errors():
                 continue  # a version moved on behind the caller's memory: read them all
             except _Unexpected:
                 break  # an expectation does not hold: ``append_groups`` says which
-            except DBAPIError as exc:
+            except driver_errors() as exc:
                 raise database_error(exc, self.url, "during append") from exc
             results, written = outcome
             if versions is not None:
