@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from tracestore import Recorder
 from tracestore.errors import ExpectedVersionConflict, WireError
@@ -143,10 +142,18 @@ def test_a_batch_of_chunks_reads_no_stream_version_back(
         owner.flush()  # every attempt is started
         statements: list[str] = []
 
-        def seen(_conn: Any, _cursor: Any, sql: str, *_: Any) -> None:
-            statements.append(sql)
-        engine = rec.store._writer
-        event.listen(engine, "before_cursor_execute", seen)
+        # A SQLite file's appends run on the store's plain sqlite3 connections
+        # (store/driver.py): every statement they run is heard through the driver's trace.
+        store = rec.store
+        for conn in store._write_pool:
+            conn.connection.set_trace_callback(statements.append)
+        take = store._write_take
+
+        def traced_take() -> Any:
+            conn = take()
+            conn.connection.set_trace_callback(statements.append)
+            return conn
+        monkeypatch.setattr(store, "_write_take", traced_take)
         built: list[Any] = []
         original = FrameReceived.__init__
 
@@ -159,8 +166,9 @@ def test_a_batch_of_chunks_reads_no_stream_version_back(
             for attempt in attempts:
                 attempt.received(piece)
         owner.flush()
-        event.remove(engine, "before_cursor_execute", seen)
         monkeypatch.undo()
+        for conn in store._write_pool:
+            conn.connection.set_trace_callback(None)
         assert statements and not [s for s in statements if "MAX(VERSION)" in s.upper()]
         assert built == []
         frames = [e for e in rec.store.read() if e.type == "frame.received"]
