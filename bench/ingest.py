@@ -70,7 +70,9 @@ BEDROCK_CAPTURE = REAL / "bedrock" / "nova-micro-text.bin"
 
 
 def _messages(data: bytes) -> list[bytes]:
-    """An AWS event stream's messages (each starts with its 4-byte total length)."""
+    """An AWS event stream's messages (each starts with its 4-byte total length).  The
+    same walk as ``wire_eventstream.per_message``, kept here: importing that bench loads
+    ``tracestore.wire`` into the raw and eventsourcing anchors' processes."""
     out, i = [], 0
     while i < len(data):
         size = int.from_bytes(data[i:i + 4], "big")
