@@ -32,19 +32,12 @@ from io import BytesIO
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))  # recorder_concurrency's capture server
+sys.path.insert(0, str(REPO / "bench"))
+from recorder_concurrency import child_cpu  # noqa: E402 - the same /proc reading
+
 DEFAULT_CAPTURE = REPO / "fixtures/real/openai-responses/reasoning-summary-o3-mini.sse"
 URL = "http://upstream.test/v1/responses"
-
-
-def child_cpu(pid: int | None) -> float:
-    """CPU seconds (user + system) process ``pid`` used so far (Linux /proc)."""
-    if pid is None:
-        return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def frames_in(capture: bytes) -> int:
