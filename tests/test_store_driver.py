@@ -176,3 +176,14 @@ def test_release_of_an_attempt_in_a_sqlite_file_imports_no_sqlalchemy(tmp_path: 
     assert (decision["attempt_id"], decision["status"], decision["reasons"]) == (
         "a1", "held", ["no_semantic_rule"])
     assert done.stderr.strip().splitlines()[-1] == "no SA"
+
+
+def test_a_store_that_cannot_be_created_is_a_typed_error_and_writes_nothing(
+        tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-folder" / "s.db"
+    with pytest.raises(StoreError) as caught:
+        EventStore(f"sqlite:///{missing}")
+    assert caught.value.code == "database_unavailable"
+    assert str(caught.value) == (f"database_unavailable: cannot open sqlite:///{missing}: "
+                                 "unable to open database file")
+    assert not missing.parent.exists()
