@@ -133,32 +133,33 @@ def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) ->
     return Checked(spans, detected, frames, labels, drain)
 
 
-def _frame_template() -> dict[str, Any]:
+def frame_template() -> dict[str, Any]:
     """FrameReceived's fields in declaration order with their defaults (the dict whose JSON
     is byte-for-byte the model's own serialization)."""
     return {name: field.default for name, field in FrameReceived.model_fields.items()}
 
 
 #: The fields of a planned frame that change from frame to frame, and how each is written
-#: into ``_payload_format`` (``%b``: bytes already JSON; ``%d``: an int).
+#: into ``payload_format`` (``%b``: bytes already JSON; ``%d``: an int).
 _FRAME_VARYING = {"native": b"%b", "kinds": b"%b", "index": b"%d", "offset": b"%d",
                   "length": b"%d"}
 
 
-def _payload_format(template: dict[str, Any]) -> bytes | None:
+def payload_format(template: dict[str, Any],
+                   varying: dict[str, bytes] = _FRAME_VARYING) -> bytes | None:
     """``to_json`` of a frame's fields as one bytes %-format over what varies, in the order
-    of ``_FRAME_VARYING``: compact JSON is ``{`` + ``"key":value`` pairs joined by ``,`` +
+    of ``varying``: compact JSON is ``{`` + ``"key":value`` pairs joined by ``,`` +
     ``}``, so the constant pairs are serialized once and each frame is one formatting of its
     native's JSON (the only part that is not plain), its kinds and three ints -- the same
     bytes, a third less work.  None when a constant field will not serialize (then every
     frame goes through ``to_json`` of its fields, and the model, as before)."""
-    if list(_FRAME_VARYING) != [name for name in template if name in _FRAME_VARYING]:
+    if list(varying) != [name for name in template if name in varying]:
         return None  # the model's field order moved: keep the general path
     parts = []
     try:
         for name, value in template.items():
             key = to_json(name) + b":"
-            parts.append(key + _FRAME_VARYING[name] if name in _FRAME_VARYING
+            parts.append(key + varying[name] if name in varying
                          else key + to_json(value).replace(b"%", b"%%"))
     except PydanticSerializationError:
         return None
@@ -174,10 +175,10 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
     scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
     feed = make_normalizer(checked.api).feed
     stream = attempt_stream(attempt)
-    template = _frame_template()
+    template = frame_template()
     template.update(type="frame.received", attempt_id=attempt, api=checked.api,
                     reader="ingest", capture_sha256=sha)
-    payload_format = _payload_format(template)
+    form = payload_format(template)
     kinds_json: dict[tuple[str, ...], bytes] = {}
     fields_of = iter(spans)
     for index, (offset, length) in enumerate(zip(fields_of, fields_of)):
@@ -198,13 +199,13 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
         fields["offset"] = offset
         fields["length"] = length
         try:
-            if payload_format is None:
+            if form is None:
                 payload = to_json(fields)
             else:
                 kinds_bytes = kinds_json.get(kinds)
                 if kinds_bytes is None:
                     kinds_bytes = kinds_json[kinds] = to_json(kinds)
-                payload = payload_format % (to_json(element), kinds_bytes, index, offset,
+                payload = form % (to_json(element), kinds_bytes, index, offset,
                                             length)
         except PydanticSerializationError:  # e.g. a lone surrogate: the model decides
             yield NewEvent(stream, FrameReceived(**fields), id=f"{body_prefix}{index:011x}",
@@ -243,4 +244,4 @@ class PlannedEvents:
 
 
 __all__ = ["Checked", "HandOver", "MAX_LABELS_PER_PROJECTION", "PlannedEvents",
-           "check_projection", "plan_body"]
+           "check_projection", "frame_template", "payload_format", "plan_body"]

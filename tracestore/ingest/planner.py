@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 from tracestore.errors import InputError, WireError
 from tracestore.events import FrameReceived, FrameRejected, TaskRule, TransportDrained
+from tracestore.ingest.capture_fast import FAST_FRAMINGS, plan_capture_fast
+from tracestore.ingest.drain import capture_drain
 from tracestore.ingest.fast import MAX_LABELS_PER_PROJECTION, HandOver
 from tracestore.ingest.plan import (
     DRAIN_OUTCOMES, ORIGINS, SYNTHETIC_CAPTURE, Bindings, IngestPlan, binding_events,
@@ -78,32 +80,6 @@ def plan_capture(reading: Any, data: bytes, *, filename: str | None, attempt_id:
                       events, data, len(reading.frames), drain)
 
 
-def capture_drain(reading: Any) -> tuple[Literal["clean", "eof", "error", "reset"], str | None]:
-    """The drain the bytes show: clean only when the capture ended after a native terminal."""
-    truncation = reading.truncation
-    if truncation is not None:
-        return "eof", (f"input ended inside a frame at byte {truncation.offset} "
-                       f"({truncation.code})")
-    if not reading.terminal_seen:
-        ending = reading.error_ending()
-        if ending is not None:
-            # The bytes end right after a whole native error frame: the provider ended the
-            # stream with its error, which the release decision judges as such.
-            frame, error = ending
-            name = error.error_code or error.native_type
-            return "clean", (f"input ended after the native error frame {name} "
-                             f"(frame {frame.index} at byte {frame.offset})")
-        marker = next((f for f in reversed(reading.frames)
-                       if any(o.kind == "keepalive" and o.native_type == "[DONE]"
-                              for o in f.observations)), None)
-        if marker is not None:
-            # The dialect's own end marker arrived, but no native terminal before it.
-            return "eof", (f"the dialect's end marker [DONE] arrived (frame {marker.index} at "
-                           f"byte {marker.offset}) but no native terminal (finish_reason) came")
-        return "eof", "input ended before the native terminal"
-    return "clean", None
-
-
 def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | None = None,
                 trace_id: str | None = None, provider: str = "auto",
                 chunk_size: int | None = None, task: TaskRule | None = None,
@@ -116,7 +92,7 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
     """
     if origin is not None and origin not in ORIGINS:
         origin_label(origin, "capture")  # raises unknown_origin before any decoding
-    if not data.strip():
+    if not data or data.isspace():  # (``strip`` would copy a large input whole)
         raise InputError("the input is empty", code="empty_input")
     framing = framing_for_path(filename or "", data[:DETECT_HEAD_BYTES])
     if framing == "json-array" and provider in ("auto", *PROJECTION_APIS) and (
@@ -139,6 +115,14 @@ def plan_ingest(data: bytes, *, filename: str | None = None, attempt_id: str | N
         return plan_projection(parsed, data, filename=filename, attempt_id=attempt_id,
                                trace_id=trace_id, api=provider, task=task, bindings=bindings,
                                origin=origin)
+    if chunk_size is None and framing in FAST_FRAMINGS:
+        try:
+            return plan_capture_fast(data, framing=framing, provider=provider,
+                                     filename=filename, attempt_id=attempt_id,
+                                     trace_id=trace_id, task=task, bindings=bindings,
+                                     origin=origin, progress=progress)
+        except HandOver:
+            pass  # the reference path below reports the exact error (or decodes it)
     reading = read_capture(data, provider=provider, framing=framing, filename=filename,
                            chunk_size=chunk_size, progress=progress, keep_partial=True)
     return plan_capture(reading, data, filename=filename, attempt_id=attempt_id,

@@ -109,8 +109,12 @@ def strict_parse(text: str, *, max_depth: int | None = None) -> Any:
     if max_depth is not None and nesting_depth(text) > max_depth:
         raise StrictJSONError(f"nested deeper than {max_depth} levels", "json_too_deep")
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant,
-                          parse_float=_finite_float)
+        if text.startswith("\ufeff"):  # what ``json.loads`` says of a str with a BOM
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)",
+                                       text, 0)
+        # the shared decoder: ``json.loads`` with hooks builds a decoder per call, which
+        # cost more than parsing a small frame (same decoder class, same errors)
+        return strict_decoder().decode(text)
     except StrictJSONError:
         raise
     except RecursionError as exc:
