@@ -1,5 +1,5 @@
-"""The fast path for large captures (SSE and the AWS event stream): two streamed passes,
-nothing held per frame.
+"""The fast path for large captures (SSE, NDJSON, JSON arrays, the AWS event stream): two
+streamed passes, nothing held per frame.
 
 The reference path (``providers.capture.read_capture`` then ``planner.plan_capture``)
 decodes the whole capture into a list of frames, their natives and observations, and builds
@@ -52,8 +52,9 @@ from tracestore.wire import make_decoder
 from tracestore.wire.frames import Truncation
 from tracestore.wire.limits import MAX_JSON_DEPTH
 
-#: The framings this path reads; every other framing takes the reference path.
-FAST_FRAMINGS = frozenset({"sse", "aws-eventstream"})
+#: The framings this path reads; every other framing (Vercel chunks) takes the reference
+#: path.  NDJSON lines and JSON-array elements are text frames like SSE's ``data``.
+FAST_FRAMINGS = frozenset({"sse", "aws-eventstream", "ndjson", "json-array"})
 PIECE_BYTES = 1024 * 1024
 _SHALLOW_CHARS = 2 * (MAX_JSON_DEPTH + 1) - 1
 _WHITESPACE = " \t\n\r"
@@ -78,7 +79,7 @@ class _Natives:
     def __init__(self, framing: str, strict: bool) -> None:
         self.scan = (strict_decoder() if strict else json.JSONDecoder()).scan_once  # type: ignore[attr-defined]
         self.strict = strict
-        self.of = self._message if framing == "aws-eventstream" else self._sse
+        self.of = {"aws-eventstream": self._message, "sse": self._sse}.get(framing, self._text)
 
     def _json(self, text: str) -> Any:
         start = 0 if text[:1] == "{" else len(text) - len(text.lstrip(_WHITESPACE))
@@ -108,6 +109,12 @@ class _Natives:
         if text.strip() == DONE_SENTINEL:
             return name, DONE_SENTINEL
         return name, self._json(text)
+
+    def _text(self, frame: Any) -> tuple[str | None, Any]:
+        text = frame.text
+        if text.strip() == DONE_SENTINEL:
+            return None, DONE_SENTINEL
+        return None, self._json(text)
 
     def _message(self, frame: Any) -> tuple[str | None, Any]:
         headers = frame.headers
@@ -185,9 +192,9 @@ def _normalizer(framing: str, provider: str, head: list[tuple[Any, str | None, A
     return provider, make_normalizer(provider).feed
 
 
-def _sse_natives(data: bytes) -> Iterator[tuple[int, int, str | None, Any]]:
-    natives = _Natives("sse", strict=False)
-    for frame in _frames(data, "sse"):
+def _text_natives(data: bytes, framing: str) -> Iterator[tuple[int, int, str | None, Any]]:
+    natives = _Natives(framing, strict=False)
+    for frame in _frames(data, framing):
         if isinstance(frame, Truncation):
             return
         yield (frame.offset, frame.length, *natives.of(frame))
@@ -225,7 +232,9 @@ def _message_natives(data: bytes) -> Iterator[tuple[int, int, str | None, Any]]:
 def plan_body(checked: CheckedCapture, data: bytes, *, attempt: str, trace: str, sha: str,
               body_prefix: str) -> Iterator[Any]:
     """Pass 2: one event per frame, then the drain, produced as the store consumes them."""
-    walk = _message_natives if checked.framing == "aws-eventstream" else _sse_natives
+    framing = checked.framing
+    walk = _message_natives(data) if framing == "aws-eventstream" \
+        else _text_natives(data, framing)
     feed = make_normalizer(checked.provider).feed
     stream = attempt_stream(attempt)
     template = frame_template()
@@ -235,7 +244,7 @@ def plan_body(checked: CheckedCapture, data: bytes, *, attempt: str, trace: str,
     kinds_json: dict[tuple[str, ...], bytes] = {}
     names_json: dict[str | None, bytes] = {None: b"null"}
     index = 0
-    for offset, length, name, native in walk(data):
+    for offset, length, name, native in walk:
         if index == checked.frames:
             break
         observed = feed(native, name)
