@@ -278,3 +278,31 @@ def test_the_payload_is_the_models_own_serialization_with_an_event_name() -> Non
     assert frames and all(json.loads(f.payload)["event_name"] for f in frames)
     for frame in frames:
         assert frame.payload == canonical_payload(frame.event)
+
+
+def test_a_lone_surrogate_delta_is_stored_as_the_model_stores_it_on_both_paths() -> None:
+    # half an emoji in one delta: strict JSON accepts it, pydantic's serializer refuses it,
+    # so that frame is planned as a model (kept as the same escape) and the rest as bytes
+    blocks = [b + b"\n\n" for b in CHAT.split(b"\n\n") if b.strip()]
+    half = blocks[1].replace(b'"Paris"', b'"\\ud83d"')
+    data = b"".join(blocks[:1] + [blocks[1], half, blocks[1]] + blocks[2:])
+    plan = plan_ingest(data, filename="s.sse")
+    assert isinstance(plan.events, PlannedEvents)
+    frames = [e for e in plan.events if e.stream.startswith("attempt:")
+              and e.id[-11:] in ("00000000001", "00000000002")]
+    assert [isinstance(e, SerializedEvent) for e in frames] == [True, False]
+    assert b'"\\ud83d"' in canonical_payload(frames[1].event)
+    assert _outcome(data, "s.sse") == _outcome(data, "s.sse", chunk_size=len(data) + 1)
+
+
+def test_a_frame_over_the_frame_bound_is_the_reference_error() -> None:
+    from tracestore.wire import MAX_FRAME_BYTES
+
+    blocks = [b + b"\n\n" for b in CHAT.split(b"\n\n") if b.strip()]
+    huge = b'data: {"choices":[{"delta":{"content":"' + b"x" * MAX_FRAME_BYTES + b'"}}]}\n\n'
+    data = b"".join(blocks[:2] + [huge] + blocks[2:])
+    with pytest.raises(HandOver):
+        check_capture(data, "sse", "auto")
+    fast = _outcome(data, "h.sse")
+    assert fast == _outcome(data, "h.sse", chunk_size=len(data) + 1)
+    assert fast[:3] == ("error", "WireError", "frame_byte_limit")
