@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from tracestore.providers.base import Normalizer, as_int, as_map, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_int, as_map, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 
 #: content_block_start types that are tool calls made by the model.
@@ -54,7 +54,7 @@ class AnthropicMessagesNormalizer(Normalizer):
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
         if native == "[DONE]":
             return [Observation("keepalive", "[DONE]")]  # compatible proxies append it
-        if not isinstance(native, Mapping):
+        if not is_map(native):
             return unknown(event_name or "<non-object>")
         etype = as_str(native.get("type"))
         if etype is None:
@@ -147,7 +147,7 @@ class AnthropicMessagesNormalizer(Normalizer):
         out: list[Observation] = []
         if state.call_id is not None or state.btype in TOOL_BLOCKS:
             args = "".join(state.fragments)
-            if not args and isinstance(state.initial_input, Mapping):
+            if not args and is_map(state.initial_input):
                 args = json.dumps(state.initial_input, separators=(",", ":"), ensure_ascii=False)
             out.append(Observation("tool_call_done", etype, block=index, block_type=state.btype,
                                    tool_call_id=state.call_id, tool_name=state.name,

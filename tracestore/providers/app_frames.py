@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping
+from typing import Any
 
-from tracestore.providers.base import Normalizer, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 
 FRAME_KINDS = frozenset({"content_delta", "done", "error", "cancel"})
@@ -58,7 +58,7 @@ class AppFramesNormalizer(Normalizer):
         self._terminated = False
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
-        if not isinstance(native, Mapping):
+        if not is_map(native):
             return unknown(event_name or "<non-object>")
         kind = as_str(native.get("kind")) if "kind" in native else as_str(native.get("type"))
         if kind not in FRAME_KINDS:

@@ -12,7 +12,8 @@ type, and projections decide what an unknown form means for release.
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, TypeVar, runtime_checkable
+from typing import (Any, Callable, ClassVar, Iterable, Mapping, Protocol, TypeGuard, TypeVar,
+                    runtime_checkable)
 
 from tracestore.errors import InputError
 from tracestore.providers.observations import Observation
@@ -123,10 +124,16 @@ def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """Whether ``value`` is a mapping.  Parsed JSON is always a dict, so the exact-type test
+    comes first: ``isinstance`` against ``typing.Mapping`` goes through typing's and abc's
+    checks in Python (a fifth of normalizing an OpenAI Chat chunk)."""
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
+
+
 def as_map(value: Any) -> Mapping[str, Any] | None:
     """``value`` if it is a mapping, else ``None``."""
-    # Parsed JSON is always a dict: the exact-type test skips the slow ABC check.
-    return value if type(value) is dict or isinstance(value, Mapping) else None
+    return value if is_map(value) else None
 
 
 def unknown(native_type: str, **fields: Any) -> list[Observation]:

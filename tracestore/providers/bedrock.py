@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from tracestore.errors import WireError
-from tracestore.providers.base import Normalizer, as_int, as_map, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_int, as_map, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 from tracestore.providers.strictjson import strict_loads
 
@@ -171,14 +171,14 @@ class BedrockConverseStreamNormalizer(Normalizer):
         if kind == "text" and isinstance(value, str):
             self._note_type(index, "text")
             return [Observation("text_delta", member, block=index, text=value)]
-        if kind == "toolUse" and isinstance(value, Mapping):
+        if kind == "toolUse" and is_map(value):
             fragment = as_str(value.get("input"))
             call_id, name = self._tools.get(index, (None, None)) if index is not None else (None, None)
             if index is not None and fragment is not None:
                 self._tool_args.setdefault(index, []).append(fragment)
             return [Observation("tool_call_delta", member, block=index, tool_call_id=call_id,
                                 tool_name=name, arguments=fragment)]
-        if kind == "reasoningContent" and isinstance(value, Mapping):
+        if kind == "reasoningContent" and is_map(value):
             if isinstance(value.get("text"), str) and len(value) == 1:
                 self._note_type(index, "reasoning")
                 return [Observation("reasoning_delta", member, block=index, text=value["text"])]

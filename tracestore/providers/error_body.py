@@ -10,9 +10,10 @@ into an ``error`` observation (the attempt fails with its error envelope).
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from tracestore.errors import WireError
+from tracestore.providers.base import is_map
 from tracestore.providers.strictjson import strict_loads
 from tracestore.wire import Frame, TextFrame
 
@@ -22,7 +23,7 @@ MAX_ERROR_BODY_BYTES = 64 * 1024
 
 def error_body_provider(native: Any) -> str | None:
     """The provider whose error shape ``native`` has, or ``None`` when it is not one."""
-    if not isinstance(native, Mapping) or not isinstance(native.get("error"), Mapping):
+    if not is_map(native) or not is_map(native.get("error")):
         return None
     err = native["error"]
     if native.get("type") == "error" and isinstance(err.get("type"), str):

@@ -14,10 +14,9 @@ trace's contract instead of trusting the endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from tracestore.providers.base import Normalizer, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 
 ENVELOPE_KEYS = frozenset({"schema_version", "state", "text", "code", "retryable", "result"})
@@ -25,11 +24,11 @@ EVENT_NAMES = frozenset({"chunk", "done", "error"})
 
 
 def is_envelope(native: Any) -> bool:
-    return isinstance(native, Mapping) and set(native) == ENVELOPE_KEYS
+    return is_map(native) and set(native) == ENVELOPE_KEYS
 
 
 def is_chunk(native: Any) -> bool:
-    return isinstance(native, Mapping) and set(native) == {"text"}
+    return is_map(native) and set(native) == {"text"}
 
 
 class FaqEndpointNormalizer(Normalizer):

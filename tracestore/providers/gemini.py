@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from tracestore.providers.base import Normalizer, as_int, as_map, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_int, as_map, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation, ObservationKind
 
 #: Known non-text parts, checked in this order (a tuple, so the result is deterministic).
@@ -47,11 +47,11 @@ class GeminiNormalizer(Normalizer):
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
         if native == "[DONE]":
             return [Observation("keepalive", "[DONE]")]
-        if not isinstance(native, Mapping):
+        if not is_map(native):
             return unknown(event_name or "<non-object>")
         if isinstance(native.get("event_type"), str):
             return self._interaction(native["event_type"], native)
-        if "error" in native and isinstance(native.get("error"), Mapping):
+        if "error" in native and is_map(native.get("error")):
             err = native["error"]
             code = as_str(err.get("status"))
             if code is None and as_int(err.get("code")) is not None:
@@ -68,7 +68,7 @@ class GeminiNormalizer(Normalizer):
         terminals: list[Observation] = []
         candidates = native.get("candidates")
         for position, cand in enumerate(candidates if isinstance(candidates, list) else ()):
-            if not isinstance(cand, Mapping):
+            if not is_map(cand):
                 out.extend(unknown("candidate"))
                 continue
             index = as_int(cand.get("index"))
@@ -97,7 +97,7 @@ class GeminiNormalizer(Normalizer):
 
     @staticmethod
     def _part(part: Any, block: int) -> list[Observation]:
-        if not isinstance(part, Mapping):
+        if not is_map(part):
             return unknown("part", block=block)
         signature = as_str(part.get("thoughtSignature"))
         if "functionCall" in part:

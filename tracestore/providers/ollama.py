@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from tracestore.providers.base import Normalizer, as_map, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_map, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 
 #: Accounting fields of the final line, in Ollama's own order.
@@ -31,7 +31,7 @@ class OllamaNormalizer(Normalizer):
     """Normalizer for ``ollama``; stateless (every line is self-contained)."""
 
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
-        if not isinstance(native, Mapping):
+        if not is_map(native):
             return unknown(event_name or "<non-object>")
         if "error" in native:
             err = native.get("error")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from tracestore.providers.base import Normalizer, as_int, as_map, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_int, as_map, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 
 DONE_SENTINEL = "[DONE]"
@@ -48,15 +48,15 @@ def _content_parts(native_type: str, block: int, parts: list[Any]) -> list[Obser
     tracestore does not know (issue 19: dropping them released the reasoning's answer)."""
     out: list[Observation] = []
     for part in parts:
-        kind = as_str(part.get("type")) if isinstance(part, Mapping) else None
-        if kind == "text" and isinstance(part, Mapping):
+        kind = as_str(part.get("type")) if is_map(part) else None
+        if kind == "text" and is_map(part):
             text = as_str(part.get("text"))
             if text:
                 out.append(Observation("text_delta", native_type, block=block, text=text))
-        elif kind == "thinking" and isinstance(part, Mapping):
+        elif kind == "thinking" and is_map(part):
             inner = part.get("thinking")
             pieces = inner if isinstance(inner, list) else [{"text": inner}]
-            text = "".join(as_str(p.get("text")) or "" for p in pieces if isinstance(p, Mapping))
+            text = "".join(as_str(p.get("text")) or "" for p in pieces if is_map(p))
             out.append(Observation("reasoning_delta", native_type, block=block, text=text))
         else:
             out.extend(unknown(native_type, block=block))
@@ -76,7 +76,7 @@ class OpenAIChatNormalizer(Normalizer):
     def feed(self, native: Any, event_name: str | None = None) -> list[Observation]:
         if native == DONE_SENTINEL:
             return [Observation("keepalive", DONE_SENTINEL)]
-        if not isinstance(native, Mapping):
+        if not is_map(native):
             return unknown(event_name or "<non-object>")
         choices = native.get("choices")
         if "error" in native and native.get("error") is not None:
@@ -91,7 +91,7 @@ class OpenAIChatNormalizer(Normalizer):
             out.append(chat_error(native_type, native.get("error")))
         if isinstance(choices, list):
             for position, choice in enumerate(choices):
-                if isinstance(choice, Mapping):
+                if is_map(choice):
                     out.extend(self._choice(native_type, choice, position))
                 else:
                     out.extend(unknown(native_type))
@@ -153,7 +153,7 @@ class OpenAIChatNormalizer(Normalizer):
 
     def _tool_fragment(self, native_type: str, block: int, call: Any,
                        position: int) -> list[Observation]:
-        if not isinstance(call, Mapping):
+        if not is_map(call):
             return unknown(native_type, block=block)
         tool_index = as_int(call.get("index"))
         key = (block, tool_index if tool_index is not None else position)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from tracestore.providers.base import Normalizer, as_int, as_map, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_int, as_map, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 
 #: Lifecycle ends: event type → the status we report if the payload lacks one.
@@ -75,7 +75,7 @@ class OpenAIResponsesNormalizer(Normalizer):
         if native == "[DONE]":
             # OpenRouter's Responses endpoint appends the chat-style sentinel after the terminal.
             return [Observation("keepalive", "[DONE]")]
-        if not isinstance(native, Mapping):
+        if not is_map(native):
             return unknown(event_name or "<non-object>")
         etype = as_str(native.get("type"))
         if etype is None:
@@ -179,10 +179,10 @@ class OpenAIResponsesNormalizer(Normalizer):
         output = response.get("output")
         if isinstance(output, list):
             for index, item in enumerate(output):
-                if not isinstance(item, Mapping) or item.get("type") != "message":
+                if not is_map(item) or item.get("type") != "message":
                     continue
                 for part in item.get("content") or ():
-                    if not isinstance(part, Mapping):
+                    if not is_map(part):
                         continue
                     if part.get("type") == "output_text":
                         out.append(Observation("final_text", etype, block=index,

@@ -17,10 +17,10 @@ Known xAI quirks handled by the delegates: chat chunks omit ``finish_reason: nul
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any
 
 from tracestore.providers.anthropic import AnthropicMessagesNormalizer
-from tracestore.providers.base import Normalizer, as_str, register, unknown
+from tracestore.providers.base import Normalizer, as_str, is_map, register, unknown
 from tracestore.providers.observations import Observation
 from tracestore.providers.openai_chat import DONE_SENTINEL, OpenAIChatNormalizer
 from tracestore.providers.openai_responses import OpenAIResponsesNormalizer
@@ -34,7 +34,7 @@ def dialect_of(native: Any) -> str | None:
     """``chat``, ``responses``, ``anthropic`` or ``None`` for a native payload's shape."""
     if native == DONE_SENTINEL:
         return "chat"
-    if not isinstance(native, Mapping):
+    if not is_map(native):
         return None
     etype = as_str(native.get("type"))
     if native.get("object") == "chat.completion.chunk" or isinstance(native.get("choices"), list):
@@ -64,7 +64,7 @@ class XAINormalizer(Normalizer):
             return self._responses.feed(native, event_name)
         if dialect == "anthropic":
             return self._anthropic.feed(native, event_name)
-        etype = as_str(native.get("type")) if isinstance(native, Mapping) else None
+        etype = as_str(native.get("type")) if is_map(native) else None
         return unknown(etype or event_name or "<unrecognised-shape>")
 
 
