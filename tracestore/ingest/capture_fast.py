@@ -32,12 +32,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic_core import PydanticSerializationError, to_json
 
 from tracestore.events import (
-    FrameReceived, NewEvent, SerializedEvent, TaskRule, TransportDrained, attempt_stream,
+    NewEvent, TaskRule, TransportDrained, attempt_stream,
 )
-from tracestore.ingest.fast import HandOver, PlannedEvents, frame_template, payload_format
+from tracestore.ingest.fast import (
+    HandOver, PlannedEvents, cached_json, frame_template, payload_format, serialized_frame,
+    utf8_text,
+)
 from tracestore.ingest.plan import (
     _PARTS, Bindings, IngestPlan, default_attempt_id, envelope, id_prefix, origin_label,
 )
@@ -95,13 +97,7 @@ class _Natives:
 
     def json_of(self, payload: bytes) -> Any:
         """An event-stream payload's JSON (``HandOver`` for bytes that are not UTF-8 text)."""
-        try:
-            text = payload.decode("utf-8")
-        except UnicodeDecodeError:
-            raise HandOver from None
-        if text.startswith("\ufeff"):
-            raise HandOver
-        return self._json(text)
+        return self._json(utf8_text(payload))
 
     def _sse(self, frame: Any) -> tuple[str | None, Any]:
         text = frame.data
@@ -242,7 +238,7 @@ def plan_body(checked: CheckedCapture, data: bytes, *, attempt: str, trace: str,
                     reader="ingest", capture_sha256=sha)
     form = payload_format(template, _CAPTURE_VARYING)
     kinds_json: dict[tuple[str, ...], bytes] = {}
-    names_json: dict[str | None, bytes] = {None: b"null"}
+    names_json: dict[Any, bytes] = {}
     index = 0
     for offset, length, name, native in walk:
         if index == checked.frames:
@@ -256,24 +252,10 @@ def plan_body(checked: CheckedCapture, data: bytes, *, attempt: str, trace: str,
         fields["index"] = index
         fields["offset"] = offset
         fields["length"] = length
-        event_id = f"{body_prefix}{index:011x}"
-        try:
-            if form is None:
-                payload = to_json(fields)
-            else:
-                kinds_bytes = kinds_json.get(kinds)
-                if kinds_bytes is None:
-                    kinds_bytes = kinds_json[kinds] = to_json(kinds)
-                name_bytes = names_json.get(name)
-                if name_bytes is None:
-                    name_bytes = names_json[name] = to_json(name)
-                payload = form % (to_json(native), kinds_bytes, name_bytes, index, offset,
-                                  length)
-        except PydanticSerializationError:  # e.g. a lone surrogate: the model decides
-            yield NewEvent(stream, FrameReceived(**fields), id=event_id, trace_id=trace)
-        else:
-            yield SerializedEvent(stream, event_id, trace, "frame.received", payload, fields,
-                                  observed)
+        yield serialized_frame(form, fields, native, (cached_json(kinds_json, kinds),
+                                                       cached_json(names_json, name), index,
+                                                       offset, length),
+                               stream, f"{body_prefix}{index:011x}", trace, observed)
         index += 1
     outcome, detail = drain_of(checked.facts)
     yield NewEvent(stream, TransportDrained(attempt_id=attempt, outcome=outcome, detail=detail,

@@ -64,18 +64,25 @@ class Checked:
     drain: str | None
 
 
-def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) -> Checked:
-    """Pass 1: walk the array once with the strict C parser; raise ``HandOver`` on doubt.
-
-    ``label_event`` and ``api_of`` are the reference path's own checks, so both paths
-    judge elements by the same code.
-    """
+def utf8_text(data: bytes) -> str:
+    """``data`` as text; ``HandOver`` for bytes that are not UTF-8 or begin with a BOM (the
+    reference path reports both in its own words)."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise HandOver from None
     if text.startswith("\ufeff"):
         raise HandOver
+    return text
+
+
+def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) -> Checked:
+    """Pass 1: walk the array once with the strict C parser; raise ``HandOver`` on doubt.
+
+    ``label_event`` and ``api_of`` are the reference path's own checks, so both paths
+    judge elements by the same code.
+    """
+    text = utf8_text(data)
     ascii_only = data.isascii()
     # the C scanner itself: raw_decode's wrapper cost more (JSONDecoder sets the attribute
     # in __init__; typeshed does not declare it)
@@ -198,21 +205,29 @@ def plan_body(checked: Checked, data: bytes, *, attempt: str, trace: str, sha: s
         fields["index"] = index
         fields["offset"] = offset
         fields["length"] = length
-        try:
-            if form is None:
-                payload = to_json(fields)
-            else:
-                kinds_bytes = kinds_json.get(kinds)
-                if kinds_bytes is None:
-                    kinds_bytes = kinds_json[kinds] = to_json(kinds)
-                payload = form % (to_json(element), kinds_bytes, index, offset,
-                                            length)
-        except PydanticSerializationError:  # e.g. a lone surrogate: the model decides
-            yield NewEvent(stream, FrameReceived(**fields), id=f"{body_prefix}{index:011x}",
-                           trace_id=trace)
-            continue
-        yield SerializedEvent(stream, f"{body_prefix}{index:011x}", trace, "frame.received",
-                              payload, fields, observed)
+        yield serialized_frame(form, fields, element, (cached_json(kinds_json, kinds), index,
+                                                        offset, length),
+                               stream, f"{body_prefix}{index:011x}", trace, observed)
+
+
+def cached_json(cache: dict[Any, bytes], value: Any) -> bytes:
+    """``to_json(value)`` for the few values frames repeat (their kinds, event names)."""
+    encoded = cache.get(value)
+    if encoded is None:
+        encoded = cache[value] = to_json(value)
+    return encoded
+
+
+def serialized_frame(form: bytes | None, fields: dict[str, Any], native: Any, rest: tuple,
+                     stream: str, event_id: str, trace: str, observed: Any) -> Any:
+    """One planned frame: its payload ``form % (native's JSON, *rest)`` (or ``to_json`` of
+    its ``fields`` without a form), or the model itself when pydantic's serializer refuses
+    a value (a lone surrogate), which the model's own serialization keeps as an escape."""
+    try:
+        payload = to_json(fields) if form is None else form % (to_json(native), *rest)
+    except PydanticSerializationError:
+        return NewEvent(stream, FrameReceived(**fields), id=event_id, trace_id=trace)
+    return SerializedEvent(stream, event_id, trace, "frame.received", payload, fields, observed)
 
 
 class PlannedEvents:
@@ -244,4 +259,5 @@ class PlannedEvents:
 
 
 __all__ = ["Checked", "HandOver", "MAX_LABELS_PER_PROJECTION", "PlannedEvents",
-           "check_projection", "frame_template", "payload_format", "plan_body"]
+           "cached_json", "check_projection", "frame_template", "payload_format", "plan_body",
+           "serialized_frame", "utf8_text"]
