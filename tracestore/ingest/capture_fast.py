@@ -32,10 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-
-from tracestore.events import (
-    NewEvent, TaskRule, TransportDrained, attempt_stream,
-)
+from tracestore.events import NewEvent, TaskRule, TransportDrained, attempt_stream
 from tracestore.ingest.fast import (
     HandOver, PlannedEvents, cached_json, frame_template, payload_format, serialized_frame,
     utf8_text,
