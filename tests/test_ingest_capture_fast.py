@@ -242,9 +242,10 @@ def test_planning_a_capture_holds_nothing_per_frame() -> None:
     assert fast * 4 < _planning_peak(small, chunk_size=len(small))
 
 
-def test_a_big_capture_is_ingested_with_the_reference_decision(tmp_path: Path) -> None:
+def test_a_big_capture_is_ingested_with_the_reference_decision(store_url: str,
+                                                               tmp_path: Path) -> None:
     data = _chat_with(3_000)
-    with EventStore(f"sqlite:///{tmp_path / 'f.db'}") as fast_store, \
+    with EventStore(store_url) as fast_store, \
             EventStore(f"sqlite:///{tmp_path / 'r.db'}") as slow_store:
         task = TaskRule(answer_patterns=("ParisParis",))
         done = ingest_input(fast_store, data, IngestOptions(filename="big.sse", task=task))
