@@ -160,6 +160,46 @@ def test_a_burst_past_the_memory_bound_is_spilled_and_recorded_whole(tmp_path) -
         assert (got.status, got.reasons) == (expected.status, expected.reasons)
 
 
+@pytest.mark.parametrize("route", ["spill thread held", "written on the event loop"])
+def test_a_spilled_chunk_is_recorded_whoever_writes_it_and_whenever(tmp_path, monkeypatch,
+                                                                    route: str) -> None:
+    """The spill file is written by a spill thread, so the event loop never waits for the
+    disk: a chunk it has not written yet is recorded from memory; with more than
+    ``max_spill_pending`` bytes waiting (here 0) the event loop writes it itself."""
+    from tracestore.proxy import writer
+
+    held = threading.Event()
+    written_by: list[str] = []
+    original = writer.StreamRecord.write_spilled
+
+    def write_spilled(self, piece):  # noqa: ANN001, ANN202
+        written_by.append(threading.current_thread().name)
+        if route == "spill thread held":
+            held.wait(20)
+        return original(self, piece)
+
+    monkeypatch.setattr(writer.StreamRecord, "write_spilled", write_spilled)
+    pending = 0 if route == "written on the event loop" else 8 << 20
+    with running(tmp_path, max_backlog=1000, backlog_wait=0.2,
+                 max_spill_pending=pending) as setup:
+        setup.upstream.routes["/v1/responses"] = route_for(RESPONSES, chunk=200)
+        response = httpx.post(f"{setup.url}/v1/responses", json={"stream": True})
+        assert response.content == RESPONSES.read_bytes()
+        record = setup.recording.attempts[response.headers["x-tracestore-attempt"]]
+        events = wait_for_drain(setup, record.attempt_id)  # recorded while the spill waits
+        held.set()
+        raw = b"".join(setup.rec.store.get_blob(e.event.sha256) for e in events
+                       if isinstance(e.event, CaptureSegment))
+        assert raw == RESPONSES.read_bytes() and setup.recording.failures == []
+        assert record.spilled > 0 and record.spill_closed
+        assert setup.decision(record.attempt_id).status == "released"
+    threads = set(written_by)
+    if route == "spill thread held":
+        assert threads == {"tracestore-proxy-spill"}
+    else:  # the event loop's own thread (the test's proxy runs it in a thread of its own)
+        assert len(threads) == 1 and "tracestore-proxy-spill" not in threads
+
+
 def test_a_writer_that_falls_behind_gives_up_the_recording_not_the_stream(tmp_path) -> None:
     """Bounded memory: at most ``max_backlog`` unrecorded bytes per stream; past that the
     forwarding waits ``backlog_wait`` for the store, then gives the recording up (here with

@@ -13,7 +13,7 @@ transaction.  So:
   ``failures`` and logged; the bytes keep flowing;
 * memory per stream is bounded: the bytes queued but not yet recorded are counted per
   stream; past ``max_backlog`` in memory a stream's further chunks are spilled to a
-  temporary file (``os.pwrite`` on the event loop, ``os.pread`` by the writer; at most
+  temporary file (``os.pwrite`` by a spill thread, ``os.pread`` by the writer; at most
   ``max_spill`` bytes a stream), so a burst is forwarded at full speed and recorded after
   it; only past both bounds does the forwarding side wait (``StreamRecord.backpressure``),
   for at most ``backlog_wait`` seconds, after which that attempt's recording is given up
@@ -68,6 +68,8 @@ class StreamRecord:
         self.spilled = 0
         "Bytes ever written to the spill file (its size)."
         self._spill: Any = None
+        self._spill_lock = threading.Lock()
+        self.spill_closed = False
         self.decode: Callable[[bytes], bytes] | None = None
         "Run by the writer on each fed piece (the raw path: the chunked framing removed)."
         self.outcome: str | None = None
@@ -93,21 +95,42 @@ class StreamRecord:
         owner.submit(self, "feed", chunk)
 
     def _spilled(self, chunk: bytes) -> _Spilled:
-        if self._spill is None:
-            # the file lives as long as the stream and is closed with it (close())
-            self._spill = tempfile.TemporaryFile(prefix="tracestore-proxy-",  # noqa: SIM115
-                                                 dir=self.owner.spill_dir)
-        at = self.spilled
-        os.pwrite(self._spill.fileno(), chunk, at)
+        """Queue ``chunk`` for this stream's spill file at the next offset.  The spill thread
+        writes it (the event loop makes no system call for it) and then lets the chunk go;
+        until then the writer takes the chunk itself.  Only when more than
+        ``max_spill_pending`` bytes of all streams wait for the spill thread is the chunk
+        written here, on the event loop (bounded memory before speed)."""
+        piece = _Spilled(self.spilled, len(chunk), chunk)
         self.spilled += len(chunk)
-        return _Spilled(at, len(chunk))
+        self.owner.spiller.put(self, piece)
+        return piece
+
+    def write_spilled(self, piece: _Spilled) -> None:
+        """Write ``piece`` to the spill file (the spill thread, or the event loop when the
+        spill thread is that far behind); a stream already ended drops it."""
+        chunk = piece.chunk
+        with self._spill_lock:
+            if self.spill_closed or chunk is None:
+                return
+            if self._spill is None:
+                # the file lives as long as the stream and is closed with it (close_spill)
+                self._spill = tempfile.TemporaryFile(prefix="tracestore-proxy-",  # noqa: SIM115
+                                                     dir=self.owner.spill_dir)
+            os.pwrite(self._spill.fileno(), chunk, piece.at)
+        piece.chunk = None  # written: read back from the file from now on
 
     def read_spilled(self, piece: _Spilled) -> bytes:
-        """The writer's read of a spilled chunk (written before it was queued)."""
+        """The writer's read of a spilled chunk: the chunk itself while the spill thread has
+        not written it yet, else the file's bytes (written before the chunk was let go)."""
+        chunk = piece.chunk
+        if chunk is not None:
+            return chunk
         return os.pread(self._spill.fileno(), piece.size, piece.at)
 
     def close_spill(self) -> None:
-        spill, self._spill = self._spill, None
+        with self._spill_lock:
+            self.spill_closed = True
+            spill, self._spill = self._spill, None
         if spill is not None:
             spill.close()
 
@@ -187,10 +210,11 @@ class ProxyRecording:
     def __init__(self, recorder: Any, *, task: Any = None, max_backlog: int = 8 << 20,
                  backlog_wait: float = 5.0, quiet: float = 0.025, max_lag: float = 0.25,
                  keep_attempts: int = 4096, max_spill: int = 1 << 30,
-                 spill_dir: str | None = None) -> None:
+                 spill_dir: str | None = None, max_spill_pending: int = 8 << 20) -> None:
         self.recorder, self.task = recorder, task
         self.max_backlog, self.backlog_wait = max_backlog, backlog_wait
         self.max_spill, self.spill_dir = max_spill, spill_dir
+        self.spiller = _Spiller(max_spill_pending)
         self.quiet, self.max_lag = quiet, max_lag
         self.keep_attempts = keep_attempts
         self.failures: list[TracestoreError] = []
@@ -236,6 +260,7 @@ class ProxyRecording:
                 self._closing = True
                 self._cond.notify()
             self._thread.join(30)
+            self.spiller.close()
 
     # -- the writer ----------------------------------------------------------------------
     def _loop(self) -> None:
@@ -337,12 +362,72 @@ class ProxyRecording:
 
 
 class _Spilled:
-    """A forwarded chunk kept in its stream's spill file: ``size`` bytes at ``at``."""
+    """A forwarded chunk kept in its stream's spill file: ``size`` bytes at ``at``;
+    ``chunk`` holds the bytes until the spill thread has written them."""
 
-    __slots__ = ("at", "size")
+    __slots__ = ("at", "size", "chunk")
 
-    def __init__(self, at: int, size: int) -> None:
-        self.at, self.size = at, size
+    def __init__(self, at: int, size: int, chunk: bytes | None) -> None:
+        self.at, self.size, self.chunk = at, size, chunk
+
+
+class _Spiller:
+    """The thread that writes spilled chunks to their streams' files, in the order queued,
+    so the event loop forwarding a burst never waits for the disk."""
+
+    def __init__(self, max_pending: int) -> None:
+        self.max_pending = max_pending
+        self.pending = 0
+        "Bytes queued and not yet written (the event loop's reads and the thread's writes)."
+        self._queue: collections.deque[tuple[StreamRecord, _Spilled]] = collections.deque()
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._closing = False
+
+    def put(self, record: StreamRecord, piece: _Spilled) -> None:
+        with self._cond:
+            if self.pending + piece.size > self.max_pending:
+                spill_here = True
+            else:
+                spill_here = False
+                self.pending += piece.size
+                self._queue.append((record, piece))
+                if self._thread is None:
+                    self._thread = threading.Thread(target=self._loop, daemon=True,
+                                                    name="tracestore-proxy-spill")
+                    self._thread.start()
+                self._cond.notify()
+        if spill_here:
+            _write(record, piece)
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if not self._queue:
+                    return
+                record, piece = self._queue.popleft()
+            try:
+                _write(record, piece)
+            finally:
+                with self._cond:
+                    self.pending -= piece.size
+
+    def close(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join(30)
+
+
+def _write(record: StreamRecord, piece: _Spilled) -> None:
+    try:
+        record.write_spilled(piece)
+    except OSError as exc:  # a full disk: the piece keeps its chunk for the writer
+        log.warning("spilling a chunk of attempt %s failed (%s); it stays in memory",
+                    record.attempt_id, exc)
 
 
 def _size(piece: Any) -> int:
