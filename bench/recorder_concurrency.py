@@ -1,6 +1,7 @@
 """Recording cost at concurrency (issue 25 item 1): N streams at once through ONE shared
 client and transport, as a web server holds them, against the same N streams through a
-plain client, in the same run (rounds interleaved, so drift hits both alike).
+plain client, in the same run (rounds interleaved in ABBA order, each started once the
+upstream and the writer process are idle, so drift and order hit both alike).
 
     .venv/bin/python bench/recorder_concurrency.py [--streams 10 100] [--rounds 3]
         [--pace-ms 5] [--server-chunk 2048] [--capture PATH] [--server-in-process]
@@ -14,8 +15,11 @@ recorder's writer shares, so recording's CPU showed up as a slower upstream.
 Per mode and N it prints the median wall time of a round (all N streams, request to last
 chunk as the application sees it), the median time to the first chunk over every stream,
 the ratios recorded / plain, the application process's CPU per round (the recording's
-share of the interpreter), and the store's transactions per recorded attempt.  Never
-asserts: figures depend on the machine (each SQLite commit costs a disk sync).
+share of the interpreter), and the store's transactions per recorded attempt; and, as the
+noise floor, the same ratios for a control: a second plain client built as the recorded one
+is, recording nothing (with 100 threads on 2 cores the first chunk of two identical clients
+differs by several ms from run to run).  Never asserts: figures depend on the machine
+(each SQLite commit costs a disk sync).
 """
 
 from __future__ import annotations
@@ -66,7 +70,7 @@ class ChildServer:
         self.proc = multiprocessing.get_context("spawn").Process(
             target=serve_in_child, args=(capture, chunk, pace, child), daemon=True)
 
-    def __enter__(self) -> "ChildServer":
+    def __enter__(self) -> ChildServer:
         self.proc.start()
         self.url = self.conn.recv()
         return self
@@ -122,6 +126,8 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
         url = f"{server.url}/v1/responses"
         counter = iter(range(10**9))
         plain = httpx2.Client(limits=limits, timeout=120)
+        # the A/A control: a second plain client built as ``recorded`` is, with no recording
+        control = httpx2.Client(transport=httpx2.HTTPTransport(limits=limits), timeout=120)
         transport = RecordingTransport(lambda: rec.trace(f"q-{next(counter)}"),
                                        inner=httpx2.HTTPTransport(limits=limits),
                                        writer=writer)
@@ -134,17 +140,26 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
                 transactions["n"] += 1
                 return _o(*a, **k)
             setattr(rec.store, name, counted)
-        walls: dict[str, list[float]] = {"plain": [], "recorded": []}
-        firsts: dict[str, list[float]] = {"plain": [], "recorded": []}
-        cpus: dict[str, list[float]] = {"plain": [], "recorded": []}
-        one_round(plain, url, 2, []), one_round(recorded, url, 2, [])  # warm both
+        walls: dict[str, list[float]] = {"plain": [], "recorded": [], "control": []}
+        firsts: dict[str, list[float]] = {"plain": [], "recorded": [], "control": []}
+        cpus: dict[str, list[float]] = {"plain": [], "recorded": [], "control": []}
+        for client in (plain, recorded, control):  # warm them all
+            one_round(client, url, 2, [])
         transport.flush()
         transactions["n"] = 0
         settled: list[float] = []
         child: list[float] = []
-        for _ in range(rounds):
+        server_pid = getattr(getattr(upstream, "proc", None), "pid", None)
+
+        def plain_round() -> None:
             walls["plain"].append(one_round(plain, url, streams, firsts["plain"],
                                             cpus["plain"]))
+
+        def control_round() -> None:
+            walls["control"].append(one_round(control, url, streams, firsts["control"],
+                                              cpus["control"]))
+
+        def recorded_round() -> None:
             used, child_used = time.process_time(), child_cpu(transport_pid(transport))
             walls["recorded"].append(one_round(recorded, url, streams, firsts["recorded"]))
             start = time.perf_counter()
@@ -152,8 +167,20 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
             settled.append(time.perf_counter() - start)
             cpus["recorded"].append(time.process_time() - used)  # the round + its recording
             child.append(child_cpu(transport_pid(transport)) - child_used)
+
+        modes = [plain_round, recorded_round, control_round]
+        for n in range(rounds):
+            # The order turns each round: the round that follows another round of N
+            # streams starts while the upstream's handler threads of the last one wind
+            # down, and its first chunks came ~30-80 ms later than the other's (measured by
+            # swapping the order), so each mode takes each place; and every round starts
+            # once the upstream and the writer process are idle.
+            for mode in modes[n % 3:] + modes[:n % 3]:
+                quiet(server_pid, transport_pid(transport))
+                mode()
         assert not transport.failures, transport.failures
         transport.close()
+        control.close()
         attempts = rounds * streams
     wall = {m: statistics.median(v) for m, v in walls.items()}
     first = {m: statistics.median(v) for m, v in firsts.items()}
@@ -162,7 +189,7 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
     print(f"{streams} concurrent streams, one shared transport, writer {writer}, {rounds} "
           f"rounds ({capture.name}, {chunk} B every {pace * 1000:g} ms, upstream {where}; "
           f"load average {os.getloadavg()[0]:.1f})")
-    for mode in ("plain", "recorded"):
+    for mode in ("plain", "recorded", "control"):
         print(f"  {mode:9} round wall {wall[mode]:7.3f} s   first chunk median "
               f"{first[mode] * 1000:7.2f} ms   process CPU {cpu[mode]:6.3f} s"
               + ("  (round + recording it)" if mode == "recorded" else ""))
@@ -174,6 +201,21 @@ def run(streams: int, rounds: int, capture: Path, pace: float, chunk: int,
     print(f"  ratio recorded/plain: wall {wall['recorded'] / wall['plain']:.3f}x; first chunk "
           f"{(first['recorded'] - first['plain']) * 1000:+.2f} ms; {counted}; writer settled "
           f"{statistics.median(settled) * 1000:.0f} ms after the round")
+    print(f"  noise floor (control, a second plain client, / plain): wall "
+          f"{wall['control'] / wall['plain']:.3f}x; first chunk "
+          f"{(first['control'] - first['plain']) * 1000:+.2f} ms")
+
+
+def quiet(*pids: int | None, still: float = 0.1, limit: float = 10.0) -> None:
+    """Wait until the processes ``pids`` used under 10 ms of CPU for ``still`` seconds."""
+    deadline = time.monotonic() + limit
+    last = sum(child_cpu(p) for p in pids)
+    while time.monotonic() < deadline:
+        time.sleep(still)
+        now = sum(child_cpu(p) for p in pids)
+        if now - last < 0.01:
+            return
+        last = now
 
 
 def transport_pid(transport) -> int | None:
