@@ -2,8 +2,10 @@
 attempt has its decision, none is partial, ``verify`` passes.
 
     python bench/kill_ingest.py [KILLS] [--frames 20000] [--seed N] [--max-delay S]
+        [--input projection|chat|bedrock]
 
-Each round ingests a fresh projection (its own attempt) into one accumulating SQLite store
+Each round ingests a fresh projection, or a real capture repeated (``bench/ingest.py``'s
+inputs: the streamed capture path), as its own attempt into one accumulating SQLite store
 and SIGKILLs the process after a random delay; then the same ingest is run again to the
 end.  After every round: ``verify`` passes, and every attempt in the store holds its
 frames exactly once and one ``release.decided``.  Exit status 1 on any failure.
@@ -25,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
-from ingest import make_big_projection  # noqa: E402
+from ingest import INPUTS  # noqa: E402
 
 
 def problems(db: Path, frames: int) -> list[str]:
@@ -46,16 +48,18 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--max-delay", type=float, default=4.0)
+    parser.add_argument("--input", choices=sorted(INPUTS), default="projection")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     folder = Path(tempfile.mkdtemp(prefix="ts-kill-ingest-"))
     db = folder / "k.db"
-    data = make_big_projection(args.frames)
+    make, suffix = INPUTS[args.input]
+    data = make(args.frames)
     exe = str(Path(sys.executable).parent / "tracestore")
     killed = finished_first = 0
     failures: list[str] = []
     for n in range(args.kills):
-        path = folder / f"in{n}.json"
+        path = folder / f"in{n}.{suffix}"
         path.write_bytes(data)
         argv = [exe, "ingest", str(path), "--attempt", f"a{n}", "--trace", f"t{n}",
                 "--json", "--db", str(db)]
