@@ -124,6 +124,7 @@ class StreamRecord:
         not written it yet, else the file's bytes (written before the chunk was let go)."""
         chunk = piece.chunk
         if chunk is not None:
+            piece.chunk = None  # recorded: the spill thread need not write it any more
             return chunk
         return os.pread(self._spill.fileno(), piece.size, piece.at)
 
