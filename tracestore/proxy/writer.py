@@ -267,9 +267,7 @@ class ProxyRecording:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closing:
-                    self._cond.wait()
-                if not self._queue:
+                if not _await_work(self):
                     return
             self._hold_back()
             with self._cond:
@@ -404,9 +402,7 @@ class _Spiller:
     def _loop(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closing:
-                    self._cond.wait()
-                if not self._queue:
+                if not _await_work(self):
                     return
                 record, piece = self._queue.popleft()
             try:
@@ -421,6 +417,14 @@ class _Spiller:
             self._cond.notify()
         if self._thread is not None:
             self._thread.join(30)
+
+
+def _await_work(owner: Any) -> bool:
+    """Under ``owner._cond``: wait until ``owner._queue`` holds work (True), or the owner is
+    closing with none left (False)."""
+    while not owner._queue and not owner._closing:
+        owner._cond.wait()
+    return bool(owner._queue)
 
 
 def _write(record: StreamRecord, piece: _Spilled) -> None:
