@@ -34,8 +34,8 @@ from typing import Any
 
 from tracestore.events import NewEvent, TaskRule, TransportDrained, attempt_stream
 from tracestore.ingest.fast import (
-    HandOver, PlannedEvents, cached_json, frame_template, payload_format, serialized_frame,
-    utf8_text,
+    SHALLOW_CHARS, HandOver, PlannedEvents, cached_json, frame_template, payload_format,
+    serialized_frame, utf8_text,
 )
 from tracestore.ingest.plan import (
     _PARTS, Bindings, IngestPlan, default_attempt_id, envelope, id_prefix, origin_label,
@@ -55,7 +55,6 @@ from tracestore.wire.limits import MAX_JSON_DEPTH
 #: path.  NDJSON lines and JSON-array elements are text frames like SSE's ``data``.
 FAST_FRAMINGS = frozenset({"sse", "aws-eventstream", "ndjson", "json-array"})
 PIECE_BYTES = 1024 * 1024
-_SHALLOW_CHARS = 2 * (MAX_JSON_DEPTH + 1) - 1
 _WHITESPACE = " \t\n\r"
 #: A capture frame's fields that change from frame to frame (see ``fast.payload_format``).
 _CAPTURE_VARYING = {"native": b"%b", "kinds": b"%b", "event_name": b"%b", "index": b"%d",
@@ -76,7 +75,8 @@ class _Natives:
     """Frame -> (event name, native), strict (pass 1) or plain (pass 2)."""
 
     def __init__(self, framing: str, strict: bool) -> None:
-        self.scan = (strict_decoder() if strict else json.JSONDecoder()).scan_once  # type: ignore[attr-defined]
+        decoder = strict_decoder() if strict else json.JSONDecoder()
+        self.scan = decoder.scan_once  # type: ignore[attr-defined]  # (typeshed lacks it)
         self.strict = strict
         self.of = {"aws-eventstream": self._message, "sse": self._sse}.get(framing, self._text)
 
@@ -88,7 +88,8 @@ class _Natives:
             raise HandOver from None
         if end != len(text) and text[end:].strip(_WHITESPACE):
             raise HandOver  # extra data after the value
-        if self.strict and end - start > _SHALLOW_CHARS and too_deep(text, value, MAX_JSON_DEPTH):
+        if self.strict and end - start > SHALLOW_CHARS \
+                and too_deep(text, value, MAX_JSON_DEPTH):
             raise HandOver
         return value
 
@@ -197,7 +198,7 @@ def _message_natives(data: bytes) -> Iterator[tuple[int, int, str | None, Any]]:
     """The messages of an event stream pass 1 checked: every prelude, CRC and header block
     is known good, so they are walked in place (no CRCs, no message objects) and each
     distinct header block is read once."""
-    from tracestore.wire.eventstream import EventStreamDecoder
+    from tracestore.wire.eventstream import _MIN_MESSAGE, _PRELUDE_LEN, EventStreamDecoder
 
     natives = _Natives("aws-eventstream", strict=False)
     names: dict[bytes, str] = {}
@@ -205,19 +206,20 @@ def _message_natives(data: bytes) -> Iterator[tuple[int, int, str | None, Any]]:
     unpack = struct.Struct(">II").unpack_from
     view = memoryview(data)
     i, n = 0, len(data)
-    while n - i >= 16:
+    while n - i >= _MIN_MESSAGE:
         total, headers_len = unpack(data, i)
         end = i + total
         if end > n:
             return  # the truncated tail pass 1 saw
-        raw = bytes(view[i + 12:i + 12 + headers_len])
+        body = i + _PRELUDE_LEN + headers_len
+        raw = bytes(view[i + _PRELUDE_LEN:body])
         name = names.get(raw)
         if name is None:
-            headers = parse_headers(raw, i + 12)
+            headers = parse_headers(raw, i + _PRELUDE_LEN)
             kind = headers[":message-type"]
             name = names[raw] = str(headers[":event-type" if kind == "event"
                                             else ":exception-type"])  # pass 1: a str
-        payload = bytes(view[i + 12 + headers_len:end - 4])
+        payload = bytes(view[body:end - 4])
         yield i, total, name, {name: natives.json_of(payload)} if payload else {name: {}}
         i = end
 

@@ -40,7 +40,7 @@ from tracestore.wire.limits import MAX_FRAME_BYTES, MAX_FRAMES_PER_CAPTURE, MAX_
 #: ``MAX_FRAMES_PER_CAPTURE`` (a 1,000,000-frame projection plus its labels is accepted).
 MAX_LABELS_PER_PROJECTION = 1_000
 
-_SHALLOW_CHARS = 2 * (MAX_JSON_DEPTH + 1) - 1
+SHALLOW_CHARS = 2 * (MAX_JSON_DEPTH + 1) - 1
 "An element of at most this many characters cannot nest deeper than ``MAX_JSON_DEPTH``."
 _SPACE = re.compile(r"[ \t\r\n]*")
 _NEXT = re.compile(r"[ \t\r\n]*([,\]])[ \t\r\n]*")
@@ -104,7 +104,7 @@ def check_projection(data: bytes, api: str, *, label_event: Any, api_of: Any) ->
             raise HandOver from None
         if type(element) is not dict or (
                 # nesting deeper than the bound takes more than twice as many characters
-                end - pos > _SHALLOW_CHARS and too_deep(text[pos:end], element, MAX_JSON_DEPTH)):
+                end - pos > SHALLOW_CHARS and too_deep(text[pos:end], element, MAX_JSON_DEPTH)):
             raise HandOver
         if ascii_only:
             offset, length = pos, end - pos
@@ -259,5 +259,5 @@ class PlannedEvents:
 
 
 __all__ = ["Checked", "HandOver", "MAX_LABELS_PER_PROJECTION", "PlannedEvents",
-           "cached_json", "check_projection", "frame_template", "payload_format", "plan_body",
-           "serialized_frame", "utf8_text"]
+           "SHALLOW_CHARS", "cached_json", "check_projection", "frame_template",
+           "payload_format", "plan_body", "serialized_frame", "utf8_text"]
