@@ -88,6 +88,12 @@ def handles_errors(func: F) -> F:
                 name_database(exc, kwargs["db"])
             report_error(exc, as_json=bool(kwargs.get("as_json")))
             raise typer.Exit(exc.exit_code) from None
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").partition(".")[0] == "tracestore":
+                raise  # our own module missing is a broken install: a bug, reported as one
+            wrapped = missing_dependency(exc.name or "?")
+            report_error(wrapped, as_json=bool(kwargs.get("as_json")))
+            raise typer.Exit(wrapped.exit_code) from None
         except BrokenPipeError:  # `tracestore events | head`: the reader left; not an error
             _silence_stdout()
             raise typer.Exit(0) from None
@@ -98,6 +104,22 @@ def handles_errors(func: F) -> F:
             raise typer.Exit(wrapped.exit_code) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: Import name → the install line that brings it (a package whose import name differs from
+#: its distribution's, or that only an extra brings).
+_INSTALL_LINES = {
+    "psycopg": "pip install 'tracestore[postgres]'",
+    "psycopg_binary": "pip install 'tracestore[postgres]'",
+}
+
+
+def missing_dependency(module: str) -> InputError:
+    """The error for a Python package this command imports but the environment lacks."""
+    top = module.partition(".")[0]
+    line = _INSTALL_LINES.get(top, f"pip install --upgrade tracestore  (or: pip install {top})")
+    return InputError(f"this command needs the Python package {top!r}, which is not "
+                      f"installed here: {line}", code="missing_dependency", module=top)
 
 
 def _check_text_arguments(kwargs: dict[str, Any]) -> None:

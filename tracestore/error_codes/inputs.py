@@ -34,8 +34,9 @@ INVALID_OPTION: Final = _code("invalid_option", 2, "Options that do not go toget
     "value out of its range.")
 MISSING_OPTION: Final = _code("missing_option", 2, "A required option is missing (for example "
     "--html FILE).")
-MISSING_DEPENDENCY: Final = _code("missing_dependency", 2, "An optional extra is not installed "
-    "(for example tracestore[proxy]).")
+MISSING_DEPENDENCY: Final = _code("missing_dependency", 2, "A Python package the command "
+    "imports is not installed; the message names the pip line that installs it (for example "
+    "tracestore[postgres] for psycopg).")
 
 # -- files and input bytes -------------------------------------------------------------------
 FILE_ERROR: Final = _code("file_error", 2, "The operating system refused to read or write a named "
