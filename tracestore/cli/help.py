@@ -209,22 +209,61 @@ class Group(TyperGroup):
         self.format_commands(ctx, formatter)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = []
+        rows: dict[str, list[tuple[str, str]]] = {}
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
-                rows.append((name, command.get_short_help_str()))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
+                section = WORKFLOW_OF.get(name, "Other commands")
+                rows.setdefault(section, []).append((name, command.get_short_help_str()))
+        for section, names in [*WORKFLOW, ("Other commands", ())]:
+            if section in rows:
+                order = {name: n for n, name in enumerate(names)}
+                with formatter.section(section):
+                    formatter.write_dl(sorted(rows[section], key=lambda r: order.get(r[0], 99)))
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
         try:
             return super().resolve_command(ctx, args)
         except UsageError as exc:
+            if args and self.get_command(ctx, args[0]) is None and not args[0].startswith("-"):
+                hint = nearest_command(args[0], self.list_commands(ctx))
+                if hint and "Did you mean" not in exc.message:
+                    exc.message = f"{exc.message} {hint}"
             if "--json" in args and not isinstance(exc, JsonUsageError):
                 raise JsonUsageError(exc) from exc
             raise
+
+
+#: The top-level help lists commands in the order a reviewer works: record, find, judge,
+#: review, export, then the store's own upkeep.
+WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Record", ("ingest", "ingest-batch", "replay", "proxy", "destination", "task",
+                "evidence", "import")),
+    ("Find", ("attempts", "events", "release", "audit", "report", "serve")),
+    ("Judge", ("judge", "contract", "grade")),
+    ("Review", ("review", "review-batch", "reviews", "reviewer", "templates")),
+    ("Export", ("export",)),
+    ("The store", ("init", "verify", "checkpoint", "scenario-schema")),
+)
+WORKFLOW_OF = {name: section for section, names in WORKFLOW for name in names}
+
+#: Words people type for a command that has another name here.
+ALIASES = {"queue": "attempts", "list": "attempts", "desk": "serve", "log": "events",
+           "sign": "checkpoint", "decision": "release", "approve": "review",
+           "record": "ingest", "otlp": "export"}
+
+
+def nearest_command(typed: str, names: list[str]) -> str:
+    """``Did you mean …?`` for an unknown command: a known alias first, then the closest
+    spelling; empty when nothing is close."""
+    import difflib
+
+    if typed in ALIASES and ALIASES[typed] in names:
+        return f"Did you mean '{ALIASES[typed]}'?"
+    close = difflib.get_close_matches(typed, names, n=2, cutoff=0.6)
+    if not close:
+        return ""
+    return "Did you mean " + " or ".join(f"'{c}'" for c in close) + "?"
 
 
 def install(app: Any) -> None:

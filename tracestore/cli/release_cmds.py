@@ -180,6 +180,7 @@ def replay(
     reports: list[dict[str, Any]] = []
     decisions: list[ReleaseDecision] = []
     failed: list[tuple[Path, TracestoreError]] = []
+    counted: list[tuple[str, int, int | None]] = []
     appended = replayed_before = 0
     with open_store(db) as store:
         outcomes = append_scenarios(store, [scenario for _, scenario in scenarios])
@@ -191,6 +192,7 @@ def replay(
                 continue
             events = store.read(trace_id=scenario.trace)
             reports.append(replay_report(events, scenario.trace))
+            counted.append(_violation_count(scenario, reports[-1]))
             decisions += decide_all(events, scenario.trace)
             appended += len(planned or [])
             replayed_before += planned is None
@@ -210,11 +212,47 @@ def replay(
                  + (f", {len(failed)} failed (nothing of them written)" if failed else ""))
         console.print(decision_table(decisions, title=title))
         console.print(term_text("(tracestore release ATTEMPT explains one decision; "
-                                "tracestore audit shows the destinations)", "dim"))
+                                "tracestore audit shows the destinations)", "dim"),
+                      soft_wrap=False)
+        print_expected_violations(counted)
     for path, error in failed:
         err_console.print(term_text(f"{path}: error[{error.code}]: {error.message}", "red"))
     if failed:
         raise typer.Exit(failed[0][1].exit_code)
+
+
+def _violation_count(scenario: Scenario, report: dict[str, Any]) -> tuple[str, int, int | None]:
+    """(trace, violations found, violations the scenario states it expects or None)."""
+    stated = (scenario.expected or {}).get("violations")
+    return (scenario.trace, len(report["violations"]),
+            len(stated) if isinstance(stated, list) else None)
+
+
+def print_expected_violations(counted: Sequence[tuple[str, int, int | None]]) -> None:
+    """The last lines of a folder replay: the violations found against those the scenarios
+    state, so that a seeded buggy application's findings read as the point, not a failure."""
+    found = sum(n for _, n, _ in counted)
+    seeded = [(t, n) for t, n, want in counted if want and n == want]
+    surprises = [(t, n, want) for t, n, want in counted if want is not None and n != want]
+    unstated = [(t, n) for t, n, want in counted if want is None and n]
+    if not found and not surprises:
+        console.print(Text("no violations", style="green"))
+        return
+    if seeded:
+        names = ", ".join(f"{t} ({n})" for t, n in seeded)
+        total = sum(n for _, n in seeded)
+        console.print(Text.assemble(
+            (f"{total} violation{'s' * (total != 1)} expected", "bold"),
+            f" from the seeded buggy applications {names}: ",
+            "each writes to a destination what it must not, and catching that is their point."),
+            soft_wrap=False)
+    for trace, n, want in surprises:
+        console.print(Text(f"{trace}: {n} violation{'s' * (n != 1)}, its scenario expects "
+                           f"{want}", style="bold red"))
+    for trace, n in unstated:
+        console.print(Text(f"{trace}: {n} violation{'s' * (n != 1)}", style="red"))
+    console.print(term_text("(tracestore audit lists every violation with its position)",
+                            "dim"))
 
 
 def _print_replay(path: Path, scenario: Scenario, planned: list[NewEvent] | None,

@@ -61,26 +61,50 @@ def _lines(codes: Iterable[str], style: str = "") -> Text:
     return Text("\n").join(Text(c, style=style) for c in codes)
 
 
-def decision_table(decisions: Sequence[ReleaseDecision], title: str) -> Table:
-    """Attempt, status, decided-at position, reasons (notes dimmed below), answer."""
+#: Below this many characters for a destination's text, the hash column gives way.
+MIN_TEXT_CHARS = 20
+#: Below this many characters for the answer column, answers go beneath the table instead:
+#: a few characters a line folds words mid-way and makes every row a dozen lines tall.
+MIN_ANSWER_CHARS = 24
+
+
+def decision_table(decisions: Sequence[ReleaseDecision], title: str) -> Any:
+    """Attempt, status, decided-at position, reasons (notes dimmed below), answer; on a
+    terminal too narrow for the answer column, the answers follow the table, one a line."""
     table = Table(title=term_text(title))
     codes = [c for d in decisions for c in (*d.reasons, *d.notes)]
-    token_column(table, "attempt", [d.attempt_id for d in decisions])
-    token_column(table, "status", [d.status for d in decisions])
+    ids = [d.attempt_id for d in decisions]
+    statuses = [d.status for d in decisions]
+    token_column(table, "attempt", ids)
+    token_column(table, "status", statuses)
     table.add_column("at", justify="right", no_wrap=True)
     token_column(table, "reasons (notes)", codes)
-    table.add_column("answer", overflow="fold", ratio=1)
+    fixed = [max(map(len, [*ids, "attempt"])), max(map(len, [*statuses, "status"])), 4,
+             max(map(len, [*codes, "reasons (notes)"]))]
+    beside = rest_width(fixed, 5, minimum=0) >= MIN_ANSWER_CHARS
+    if beside:
+        table.add_column("answer", overflow="fold", ratio=1)
     for d in decisions:
         style = "green" if d.eligible else ("yellow" if d.status == "pending" else "red")
         reasons = _lines(d.reasons)
         if d.notes:
             reasons.append("\n")
             reasons.append(_lines((f"({n})" for n in d.notes), "dim"))
-        table.add_row(term_text(d.attempt_id), Text(d.status, style=style),
-                      "—" if d.decided_at_position is None else str(d.decided_at_position),
-                      reasons,
-                      term_text(d.answer, limit=CELL_CHARS) if d.answer is not None else "—")
-    return table
+        cells: list[Any] = [term_text(d.attempt_id), Text(d.status, style=style),
+                 "—" if d.decided_at_position is None else str(d.decided_at_position), reasons]
+        if beside:
+            cells.append(term_text(d.answer, limit=CELL_CHARS) if d.answer is not None else "—")
+        table.add_row(*cells)
+    answered = [d for d in decisions if d.answer is not None]
+    if beside or not answered:
+        return table
+    width = max(console.width - 2, 20)
+    lines = [Text("answers", style="bold")]
+    for d in answered:
+        line = Text.assemble(f"{d.attempt_id}: ", term_text(d.answer, limit=width))
+        line.truncate(width, overflow="ellipsis")
+        lines.append(line)
+    return rich_name("rich.console", "Group")(table, *lines)
 
 
 def print_reasons(decisions: Sequence[ReleaseDecision]) -> None:
@@ -105,23 +129,31 @@ def destinations_table(report: AuditReport) -> Table:
     token_column(table, "dest.", ANSWER_DESTINATIONS)
     token_column(table, "pos", positions, justify="right")
     written = positions != ["—"]
-    if written:  # without any write, the hash and text columns would only hold dashes
+    statuses = [a.decision.status for a in report.attempts]
+    fixed = [max(map(len, ids + ["attempt"])), max(map(len, statuses + ["status"])), 7,
+             max(map(len, positions + ["pos"]))]
+    # The hash column gives way on a narrow terminal (--json always has it): the text
+    # matters more to a reader, and a text column of a few characters says nothing.
+    hashed = written and rest_width([*fixed, HASH_CHARS], 6, minimum=0) >= MIN_TEXT_CHARS
+    if hashed:
         table.add_column("sha256", no_wrap=True, min_width=HASH_CHARS)
-        fixed = [max(map(len, ids + ["attempt"])), 8, 7, max(map(len, positions + ["pos"])),
-                 HASH_CHARS]
+    if written:  # without any write, the hash and text columns would only hold dashes
         table.add_column("text", overflow="ellipsis", no_wrap=True,
-                         max_width=rest_width(fixed, 6))
+                         max_width=rest_width([*fixed, HASH_CHARS] if hashed else fixed,
+                                              6 if hashed else 5))
     for a in report.attempts:
         writes = [(name, e) for name in ANSWER_DESTINATIONS for e in a.destinations[name]]
         status = Text(a.decision.status, style="green" if a.decision.eligible else "red")
         if not writes:
             table.add_row(term_text(a.attempt_id), status,
-                          *[Text("—", style="dim")] * (4 if written else 2))
+                          *[Text("—", style="dim")] * (2 + written + hashed))
         for name, e in writes:
             style = "bold red" if (e.position, name) in bad else ""
-            table.add_row(term_text(a.attempt_id), status, Text(name, style=style),
-                          str(e.position), short_hash(e.sha256),
-                          term_text(e.text, style, limit=CELL_CHARS))
+            cells: list[Any] = [term_text(a.attempt_id), status, Text(name, style=style),
+                                str(e.position)]
+            if hashed:
+                cells.append(short_hash(e.sha256))
+            table.add_row(*cells, term_text(e.text, style, limit=CELL_CHARS))
     return table
 
 
@@ -138,6 +170,7 @@ def print_violations(report: AuditReport) -> None:
         ((codes, "code"), (ids, "attempt"), (dests, "dest.")))]
     if rest_width(fixed, 5, minimum=0) < MIN_MESSAGE_CHARS:
         _violation_blocks(report, title)  # long ids: a table would leave the messages no room
+        print_violations_by_trace(report)
         return
     table = Table(title=title, title_style="bold red")
     table.add_column("pos", justify="right", no_wrap=True)
@@ -149,6 +182,23 @@ def print_violations(report: AuditReport) -> None:
         table.add_row(str(v.position), Text(v.code, style="red"), term_text(v.attempt_id),
                       v.destination, term_text(v.message))
     console.print(table)
+    print_violations_by_trace(report)
+
+
+def print_violations_by_trace(report: AuditReport) -> None:
+    """One closing line: how many violations each trace holds, so a store's few buggy
+    traces stand out from the many clean ones."""
+    trace_of = {a.attempt_id: a.trace_id for a in report.attempts}
+    counts: dict[str, int] = {}
+    for v in report.violations:
+        trace = trace_of.get(v.attempt_id, "?")
+        counts[trace] = counts.get(trace, 0) + 1
+    total = len(report.violations)
+    listed = ", ".join(f"{t} ({n})" for t, n in counts.items())
+    console.print(Text.assemble(
+        (f"{total} violation{'s' * (total != 1)}", "bold red"),
+        f" in {len(counts)} of {len({a.trace_id for a in report.attempts})} traces: ",
+        term_text(listed)), soft_wrap=False)
 
 
 def _violation_blocks(report: AuditReport, title: str) -> None:
