@@ -36,7 +36,13 @@ def test_the_readme_proxy_section_runs_and_shows_what_it_says(tmp_path) -> None:
     commands = [line.strip() for block in re.findall(r"```bash\n(.*?)```", SECTION, re.S)
                 for line in block.strip().splitlines()]
     shown = re.findall(r"```text\n(.*?)```", SECTION, re.S)
-    assert len(commands) == 3 and len(shown) == 2
+    assert len(commands) == 4 and len(shown) == 2
+    # A fresh clone has no node_modules: the section's first line installs the client.
+    assert commands[0] == "npm ci --prefix tests/node --no-audit --no-fund"
+    installed = subprocess.run(shlex.split(commands.pop(0)), cwd=REPO, capture_output=True,
+                               text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    assert (REPO / "tests" / "node" / "node_modules" / "openai" / "package.json").exists()
     port = str(_free_port())
     env = {**os.environ, "OPENAI_API_KEY": "sk-readme-SECRET", "TRACESTORE_DB": ""}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
