@@ -12,10 +12,16 @@ from tracestore.cli.common import (
 )
 from tracestore.cli.completion import complete_trace
 
+#: A value longer than this is cut in the table, with an ellipsis (--json has it whole).
+VALUE_CHARS = 40
+
+
+def _short(value: str) -> str:
+    return value if len(value) <= VALUE_CHARS else value[: VALUE_CHARS - 1] + "…"
 
 
 def _who(record: dict[str, Any]) -> str:
-    values = [f"{v['field']}={v['value'][:40]} by {v['set_by']} at {v['set_at'][:19]} "
+    values = [f"{v['field']}={_short(v['value'])} by {v['set_by']} at {v['set_at'][:19]} "
               f"(#{v['position']}{'' if v['signed_by_key'] else ', unsigned'})"
               for v in record["values"]]
     approvals = [f"approved by {a['reviewer']} at {a['at'][:19]} (#{a['position']}"
