@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
-from clihelp import count_events
-from test_serve import BASE, SEED, Desk, seeded
+from clihelp import count_events, run
+from test_serve import BASE, SEED, Desk, seeded, testclient
 
 from tracestore.serve.pages import MAX_FORM_BYTES
 
@@ -121,3 +122,159 @@ def test_a_served_desk_answers_a_huge_declared_post_without_its_body(tmp_path: P
                             conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                     answer = conn.recv(4096).decode("latin-1")
                 assert answer.startswith("HTTP/1.1 413 "), (head, answer[:200])
+
+
+# -- the header names who a post is recorded as, or says the desk only reads ---------------
+def keyed(tmp_path: Path, name: str, db: Path, *, register: bool = True) -> Path:
+    """A reviewer key made with ``tracestore reviewer keygen`` (registered to ``name``)."""
+    from typer.testing import CliRunner
+
+    from tracestore.cli import app
+
+    key = tmp_path / f"{name}.key"
+    assert CliRunner().invoke(app, ["reviewer", "keygen", str(key)]).exit_code == 0
+    if register:
+        code, _, err = run("reviewer", "add", name, "--public-key", f"{key}.pub", db=db)
+        assert code == 0, err
+    return key
+
+
+class KeyDesk(Desk):
+    """A desk started as ``tracestore serve [--reviewer NAME] --key FILE`` would be."""
+
+    def __init__(self, db: Path, key: Path | None, reviewer: str | None = None) -> None:
+        from tracestore.review.signing import load_key
+        from tracestore.serve.app import DeskConfig, desk_app
+        from tracestore.store.log import EventStore
+
+        self.store = EventStore(f"sqlite:///{db}", create=False)
+        signer = load_key(key.read_bytes()) if key is not None else None
+        self.app = desk_app(DeskConfig(db=str(db), reviewer=reviewer, key=signer, port=8765),
+                            self.store)
+        self.client = testclient.TestClient(self.app, base_url=BASE,
+                                            raise_server_exceptions=False)
+
+
+def header(text: str) -> str:
+    nav = re.search(r'<nav class="desk".*?</nav>', text, re.S)
+    assert nav is not None
+    import html
+
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", nav.group(0))).strip())
+
+
+def test_a_desk_with_a_key_names_the_keys_registered_reviewer(tmp_path: Path) -> None:
+    import json
+
+    db = seeded(tmp_path, SEED / "t8.json")
+    key = keyed(tmp_path, "alice", db)
+    desk = KeyDesk(db, key)
+    try:
+        page = desk.client.get("/trace/t8?attempt=t8-old").text
+        kid = re.search(r'<code class="key">([0-9a-f]{16})</code>', page).group(1)
+        assert header(page) == (f"tracestore desk reviewing as alice · signed with key {kid} "
+                                f"{db}")
+        assert "Set field as alice" in page and "Approve this record as alice" in page
+        assert "key holder" not in page and "nobody" not in page
+        assert 'id="signing-banner"' not in page
+        csrf = re.search(r'name="csrf" value="([0-9a-f]{64})"', page).group(1)
+        done = desk.post("t8-old", {"csrf": csrf, "template": "trace-review",
+                                    "action": "set", "field": "remote_cancellation",
+                                    "value": "not observed", "evidence": "6"})
+        assert done.status_code == 303, done.text
+    finally:
+        desk.close()
+    code, out, _ = run("review", "t8-old", "--json", db=db)
+    fields = {f["name"]: f for f in json.loads(out)["fields"]}
+    assert fields["remote_cancellation"]["set_by"] == "alice"
+
+
+def test_a_read_only_desk_says_so_and_shows_no_form(tmp_path: Path) -> None:
+    db = seeded(tmp_path, SEED / "t8.json")
+    desk = Desk(db, reviewer=None)
+    try:
+        for path in ("/", "/trace/t8"):
+            page = desk.client.get(path).text
+            assert header(page) == ("tracestore desk read only: start the desk with "
+                                    f"--reviewer NAME or --key FILE {db}"), path
+            assert 'method="post"' not in page and "reviewing as" not in page
+    finally:
+        desk.close()
+
+
+def test_a_key_that_cannot_sign_here_shows_no_form(tmp_path: Path) -> None:
+    db = seeded(tmp_path, SEED / "t8.json")
+    keyed(tmp_path, "bob", db)
+    stranger = keyed(tmp_path / "x" if (tmp_path / "x").mkdir() is None else tmp_path,
+                     "carol", db, register=False)
+    for key, reviewer, code in ((stranger, None, "reviewer_key_unknown"),
+                                (tmp_path / "bob.key", "alice", "reviewer_key_mismatch")):
+        desk = KeyDesk(db, key, reviewer)
+        try:
+            for path in ("/", "/trace/t8", "/nope"):
+                page = desk.client.get(path).text
+                assert header(page).startswith("tracestore desk read only: this desk's key "
+                                               f"cannot sign [{code}] · key "), path
+                banner = re.search(r'<div class="banner" role="alert" id="signing-banner">'
+                                   r"([^<]*)</div>", page)
+                assert banner is not None and banner.group(1).startswith(
+                    "this desk cannot record reviews: key "), path
+                assert banner.group(1).endswith(f"[{code}]"), path
+                assert 'method="post"' not in page
+        finally:
+            desk.close()
+
+
+# -- a desk that cannot sign on a store that requires signatures says so --------------------
+def test_an_unsigned_desk_on_a_store_with_keys_says_so_and_shows_no_form(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracestore.serve import app as desk_module
+
+    db = seeded(tmp_path, SEED / "t8.json")
+    keyed(tmp_path, "bob", db)
+    desk = Desk(db, reviewer="alice")
+    try:
+        for path in ("/", "/trace/t8", "/trace/t8?attempt=t8-old", "/events/t8-old",
+                     "/nope"):
+            page = desk.client.get(path).text
+            banner = re.search(r'id="signing-banner">([^<]*)</div>', page)
+            assert banner is not None, path
+            assert banner.group(1).startswith(
+                "this desk cannot record reviews as alice: the store has registered "
+                "reviewer keys, so an unsigned review is refused (signature_required).")
+            assert header(page) == ("tracestore desk read only: this store requires signed "
+                                    f"reviews [signature_required] {db}"), path
+            assert 'method="post"' not in page and "Set field as" not in page, path
+        assert "No review can be recorded at this desk" in desk.client.get("/trace/t8").text
+        # The store allows unsigned reviews again: the desk records as alice (the head
+        # moved; looked at again at once here).
+        monkeypatch.setattr(desk_module, "BANNER_EVERY_S", 0.0)
+        code, _, err = run("reviewer", "unsigned", "allow", db=db)
+        assert code == 0, err
+        page = desk.client.get("/trace/t8").text
+        assert 'id="signing-banner"' not in page and "Set field as alice" in page
+        assert header(page) == f"tracestore desk reviewing as alice · unsigned {db}"
+    finally:
+        desk.close()
+
+
+def test_serve_warns_at_start_when_it_cannot_sign(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    db = seeded(tmp_path, SEED / "t8.json")
+    keyed(tmp_path, "bob", db)
+    proc = subprocess.Popen([sys.executable, "-m", "tracestore", "serve", "--reviewer",
+                             "alice", "--port", "0", "--db", str(db)],
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        started = proc.stderr.readline()
+        warning = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert started.startswith("tracestore serve: the desk is at http://127.0.0.1:")
+    assert started.endswith("; read only: this store requires signed reviews "
+                            "[signature_required])\n")
+    assert warning.startswith("warning: this desk cannot record reviews as alice: the store "
+                              "has registered reviewer keys")
