@@ -278,3 +278,61 @@ def test_serve_warns_at_start_when_it_cannot_sign(tmp_path: Path) -> None:
                             "[signature_required])\n")
     assert warning.startswith("warning: this desk cannot record reviews as alice: the store "
                               "has registered reviewer keys")
+
+
+# -- a trace page leads with its violations -------------------------------------------------
+def _text(fragment: str) -> str:
+    import html
+
+    return html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", fragment)).strip())
+
+
+def _cards(page: str) -> dict[str, str]:
+    return {m.group(1): m.group(0) for m in re.finditer(
+        r'<article id="card-\d+" class="[^"]*" data-attempt="([^"]+)">.*?</article>', page,
+        re.S)}
+
+
+def test_a_trace_page_leads_with_its_violations(tmp_path: Path) -> None:
+    db = seeded(tmp_path, LEAKY, SEED / "t8-buggy-app.json", SEED / "t8.json")
+    desk = Desk(db)
+    try:
+        page = desk.client.get("/trace/t7-leaky-app").text
+        lead = re.search(r'<section id="violations" class="lead-violations" role="alert".*?'
+                         r"</section>", page, re.S)
+        assert lead is not None and lead.start() < page.index('<section id="decisions"')
+        assert [_text(li) for li in re.findall(r"<li>.*?</li>", lead.group(0), re.S)] == [
+            "#13 ineligible_text_in_destination attempt 1 t7-leak → history: attempt is "
+            "stopped, yet history received its text"]
+        card = _cards(page)["t7-leak"]
+        assert 'class="card lane-1 ineligible violated"' in card
+        assert '<span class="vcount">⚠ 1 violation</span>' in card
+        listed = re.search(r'<ul class="card-violations".*?</ul>', card, re.S).group(0)
+        assert _text(listed) == ("#13 ineligible_text_in_destination → history: attempt is "
+                                 "stopped, yet history received its text")
+        # Each card carries its own attempt's violations only.
+        buggy = desk.client.get("/trace/t8-buggy-app").text
+        lead = re.search(r'<section id="violations".*?</section>', buggy, re.S).group(0)
+        assert _text(lead).startswith("3 violations in this trace")
+        cards = _cards(buggy)
+        assert "card-violations" not in cards["t8b-old"] and "violated" not in cards["t8b-old"]
+        mine = re.search(r'<ul class="card-violations".*?</ul>', cards["t8b-new"], re.S)
+        assert [_text(li).split(" → ")[0] for li in re.findall(r"<li>.*?</li>", mine.group(0),
+                                                              re.S)] == [
+            "#33 answer_mismatch", "#33 old_attempt_text_in_answer",
+            "#35 duplicate_history_entry"]
+        # A clean trace has no such section.
+        clean = desk.client.get("/trace/t8").text
+        assert 'id="violations"' not in clean and "card-violations" not in clean
+    finally:
+        desk.close()
+
+
+def test_the_report_file_leads_with_violations_too(tmp_path: Path) -> None:
+    out = tmp_path / "leak.html"
+    db = seeded(tmp_path, LEAKY)
+    code, _, err = run("report", "t7-leaky-app", "--html", str(out), db=db)
+    assert code == 0, err
+    page = out.read_text("utf-8")
+    assert page.index('<section id="violations"') < page.index('<section id="decisions"')
+    assert "card-violations" in _cards(page)["t7-leak"]
