@@ -336,3 +336,75 @@ def test_the_report_file_leads_with_violations_too(tmp_path: Path) -> None:
     page = out.read_text("utf-8")
     assert page.index('<section id="violations"') < page.index('<section id="decisions"')
     assert "card-violations" in _cards(page)["t7-leak"]
+
+
+# -- a live attempt shows its time to first token -------------------------------------------
+def _live(db: Path, api: str) -> list:
+    """An attempt recorded live, a 64-byte chunk at a time (as test_report's live test)."""
+    from tracestore.recording.recorder import Recorder
+
+    data = (REPO / "fixtures" / "real" / "anthropic" / "stop-sequence.sse").read_bytes()
+    with Recorder(f"sqlite:///{db}") as rec:
+        attempt = rec.trace("live").attempt("live-a", api=api)
+        for i in range(0, len(data), 64):
+            attempt.feed(data[i:i + 64])
+        attempt.close()
+        return rec.store.read(trace_id="live")
+
+
+def _ms(later: object, earlier: object) -> float:
+    return (later - earlier).total_seconds() * 1000  # type: ignore[operator]
+
+
+def test_a_live_attempt_shows_its_time_to_first_token(tmp_path: Path) -> None:
+    from tracestore.report.model import build_report
+
+    db = tmp_path / "live.db"
+    events = _live(db, "anthropic-messages")  # the API named: its start recorded at open
+    facts = build_report(events, "live").lanes[0].facts
+    start = next(e for e in events if e.type == "attempt.started")
+    first_text = next(e for e in events if e.type == "frame.received"
+                      and "text_delta" in e.event.kinds)
+    assert start.recorded_at < next(e for e in events
+                                    if e.type == "capture.segment").recorded_at
+    assert facts.first_token_ms == _ms(first_text.recorded_at, start.recorded_at) > 0
+    assert facts.first_token_after == "open" and facts.duration_ms is not None
+    desk = Desk(db)
+    try:
+        page = desk.client.get("/trace/live").text
+        shown = re.search(r"<dt>first token</dt><dd>([^<]*)</dd>", page).group(1)
+        assert shown == f"{facts.first_token_ms:.0f} ms"
+    finally:
+        desk.close()
+
+
+def test_a_start_recorded_with_the_first_bytes_measures_from_them(tmp_path: Path) -> None:
+    from tracestore.report.model import build_report
+
+    db = tmp_path / "auto.db"
+    events = _live(db, "auto")  # the API told by the first bytes: start and bytes together
+    facts = build_report(events, "live").lanes[0].facts
+    start = next(e for e in events if e.type == "attempt.started")
+    first_text = next(e for e in events if e.type == "frame.received"
+                      and "text_delta" in e.event.kinds)
+    assert facts.first_token_after == "first bytes"
+    assert facts.first_token_ms == _ms(first_text.recorded_at, start.recorded_at)
+    desk = Desk(db)
+    try:
+        shown = re.search(r"<dt>first token</dt><dd>([^<]*)</dd>",
+                          desk.client.get("/trace/live").text).group(1)
+        assert shown == (f"{facts.first_token_ms:.0f} ms after the first bytes (the "
+                         "attempt's start was recorded with them)")
+    finally:
+        desk.close()
+
+
+def test_a_replayed_attempt_without_times_still_says_not_recorded(tmp_path: Path) -> None:
+    db = seeded(tmp_path, SEED / "t8.json")  # no observed_at, no live segments
+    desk = Desk(db)
+    try:
+        page = desk.client.get("/trace/t8").text
+        assert re.findall(r"<dt>first token</dt><dd>([^<]*)</dd>", page) == [
+            "not recorded", "not recorded"]
+    finally:
+        desk.close()
