@@ -408,3 +408,56 @@ def test_a_replayed_attempt_without_times_still_says_not_recorded(tmp_path: Path
             "not recorded", "not recorded"]
     finally:
         desk.close()
+
+
+# -- the header's key chip is legible; labels stay with their numbers -----------------------
+def _luminance(hex_colour: str) -> float:
+    """WCAG 2 relative luminance of ``#rgb`` / ``#rrggbb``."""
+    h = hex_colour.lstrip("#")
+    if len(h) == 3:
+        h = "".join(c * 2 for c in h)
+    channels = [int(h[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def contrast(a: str, b: str) -> float:
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _rule(css: str, selector: str) -> dict[str, str]:
+    """The declarations of every rule whose selector is exactly ``selector``, later ones
+    winning (as the cascade has it for one selector)."""
+    found = re.findall(r"(?:^|[}\n])\s*" + re.escape(selector) + r"\s*\{([^}]*)\}", css)
+    assert found, selector
+    return {k.strip(): v.strip() for rule in found for k, _, v in
+            (d.partition(":") for d in rule.split(";") if d.strip())}
+
+
+def test_the_header_colours_meet_wcag_aa() -> None:
+    from tracestore.report.html import render_css
+
+    css = render_css()
+    assert contrast("#e3e7ee", "#eef1f6") < 4.5  # the pale-on-pale chip this replaces
+    bar = _rule(css, "nav.desk")["background"]
+    chip = _rule(css, "nav.desk code")
+    assert contrast(chip["color"], chip["background"]) >= 4.5
+    assert round(contrast(chip["color"], chip["background"]), 2) == 12.68
+    assert contrast(_rule(css, "nav.desk")["color"], bar) >= 4.5
+    db = re.search(r"nav\.desk \.db \{ color:(#[0-9a-f]{3,6});", css).group(1)
+    assert contrast(db, bar) >= 4.5
+    # The violation marks: white on the red count, red on the pale red lists.
+    roots = dict(re.findall(r"--(bad|bad-bg):(#[0-9a-f]{6})", css))
+    assert contrast("#ffffff", roots["bad"]) >= 4.5
+    assert contrast(roots["bad"], roots["bad-bg"]) >= 4.5
+
+
+def test_queue_numbers_carry_their_labels(t8: tuple[Desk, Path]) -> None:
+    desk, _ = t8
+    page = desk.client.get("/").text
+    row = re.search(r'<tr data-attempt="t8-old">.*?</tr>', page, re.S).group(0)
+    assert re.search(r'<td class="num" data-col="events"><span class="cell-label">events'
+                     r'</span><span class="n">\d+</span></td>', row)
+    assert ('<td class="num" data-col="violations"><span class="cell-label">violations</span>'
+            '<span class="n">0</span></td>') in row
