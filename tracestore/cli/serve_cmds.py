@@ -29,7 +29,8 @@ def serve(
         "--reviewer", metavar="NAME",
         help="Who reviews at this desk: amendments and approvals are recorded under this "
              "name (with --key: the key's registered name, may be left out). Without "
-             "either the desk only reads.")] = None,
+             "either the desk only reads; on a store with registered reviewer keys an "
+             "unsigned desk only reads too (it says so).")] = None,
     key: Annotated[Optional[Path], typer.Option(
         "--key", help="Your Ed25519 reviewer key (PEM, private) to sign with. Default: "
                       "$TRACESTORE_REVIEWER_KEY, as for tracestore review.")] = None,
@@ -92,12 +93,15 @@ def serve(
         config.port = sock.getsockname()[1]
         application = desk_app(config, store)
         banner = application.desk.banner()
+        standing = application.desk.standing()
         shown = f"[{host}]" if ":" in host else host
-        who = reviewer or ("the key's registered reviewer" if signer is not None
-                           else "nobody (read only)")
+        who = (f"reviewing as {standing.reviewer}" + (", signed" if standing.signed else "")
+               if standing.reviewer is not None else standing.read_only)
         sys.stderr.write(f"tracestore serve: the desk is at http://{shown}:{config.port}/ "
-                         f"({application.desk.database}; reviewing as {who})\n")
+                         f"({application.desk.database}; {who})\n")
         if banner:
             sys.stderr.write(f"warning: {banner}\n")
+        if standing.problem:
+            sys.stderr.write(f"warning: {standing.problem}\n")
         sys.stderr.flush()
         run(application, sock)

@@ -2,8 +2,12 @@
 
 Only what the recording shows: request settings as ``attempt.started`` recorded them, the
 model the frames name, the last usage the normalizer observed, and -- where the events
-carry wall-clock ``observed_at`` times -- time to first token and duration.  A fact the
-recording does not hold is None (the page says "not recorded"), never guessed.  Pure.
+carry wall-clock ``observed_at`` times -- time to first token and duration.  A live
+recording (``capture.segment`` events: the recorder appends each chunk's frames as the
+chunk arrives) times its frames by when the store recorded them, so its first token is
+measured from the store's time of the attempt's start to that of its first text frame.
+A fact the recording does not hold is None (the page says "not recorded"), never guessed.
+Pure.
 """
 
 from __future__ import annotations
@@ -30,6 +34,10 @@ class AttemptFacts:
     first_token_ms: float | None
     duration_ms: float | None
     frames: int
+    first_token_after: str = "open"
+    """What ``first_token_ms`` is measured from: ``open`` (the attempt's start, recorded
+    before its bytes), or ``first bytes`` (a start recorded with the first bytes, as a
+    recorder that learns the API from them does: the request's own time is not recorded)."""
 
 
 #: Keys ``_model_in`` reads; a frame with none of them names no model (nearly every delta).
@@ -80,8 +88,10 @@ def attempt_facts(own: Sequence[StoredEvent], frames: Sequence[tuple]) -> Attemp
     model = next((v for k, v in request if k.rsplit(".", 1)[-1] in _MODEL_KEYS), None)
     usage: Mapping[str, Any] | None = None
     first_text: dt.datetime | None = None
+    first_recorded: StoredEvent | None = None
     count, times = 0, []
     opened = _when(getattr(start, "observed_at", None))
+    live = any(e.type == "capture.segment" for e in own)
     for stored in own:
         when = _when(getattr(stored.event, "observed_at", None))
         if when is not None:
@@ -96,13 +106,38 @@ def attempt_facts(own: Sequence[StoredEvent], frames: Sequence[tuple]) -> Attemp
             continue
         if row[5] is not None:
             usage = row[5]
-        if row[1] == "delta" and first_text is None and when is not None:
-            first_text = when
+        if row[1] == "delta" and first_text is None and first_recorded is None:
+            if when is not None:
+                first_text = when
+            elif live:
+                first_recorded = stored
     ttft = ((first_text - opened).total_seconds() * 1000
             if first_text is not None and opened is not None else None)
+    after = "open"
+    if ttft is None and first_recorded is not None:
+        ttft, after = _recorded_ttft(own, first_recorded)
     duration = ((max(times) - opened).total_seconds() * 1000
                 if opened is not None and len(times) > 1 else None)
-    return AttemptFacts(request, model, tuple(_flat(usage)), ttft, duration, count)
+    return AttemptFacts(request, model, tuple(_flat(usage)), ttft, duration, count, after)
+
+
+def _recorded_ttft(own: Sequence[StoredEvent], first: StoredEvent) -> tuple[float | None, str]:
+    """A live attempt's time to first token by the store's clock: its start's recorded
+    time to its first text frame's (both the store's, so one clock).  A start recorded in
+    the same append as the first bytes (same recorded time as the first segment) measures
+    from those bytes, and says so."""
+    start = next((e for e in own if e.type == "attempt.started"), None)
+    segment = next((e for e in own if e.type == "capture.segment"), None)
+    if start is None:
+        return None, "open"
+    after = ("first bytes" if segment is not None
+             and segment.recorded_at == start.recorded_at else "open")
+    begun, seen = _aware(start.recorded_at), _aware(first.recorded_at)
+    return max((seen - begun).total_seconds() * 1000, 0.0), after
+
+
+def _aware(when: dt.datetime) -> dt.datetime:
+    return when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
 
 
 _WORDS: Final = re.compile(r"\s+|[^\s]+")

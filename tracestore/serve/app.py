@@ -46,11 +46,28 @@ class DeskConfig:
     check_hosts: bool = True
 
 
+@dataclass(frozen=True)
+class Standing:
+    """Who a post at this desk is recorded as, judged against the store's reviewer registry
+    as the review CLI judges it (``review.plan_review``): the page never names anyone a
+    post would not be recorded as, and never shows a form the store would refuse."""
+
+    reviewer: str | None
+    "The name a post is recorded as (with a key: its registered name); None: no post can be."
+    signed: bool = False
+    "Posts are signed with the desk's key."
+    read_only: str = "read only: start the desk with --reviewer NAME or --key FILE"
+    "What the header says when ``reviewer`` is None."
+    problem: str | None = None
+    "Why a desk started to record reviews cannot (a banner on every page, a line at start)."
+
+
 @dataclass
 class PageContext:
     """What the layout shows on every desk page (``desk`` in the templates)."""
 
     reviewer: str | None
+    "Who a post is recorded as (``Standing.reviewer``); None: the desk shows no form."
     key_id: str | None
     database: str
     banner: str | None
@@ -58,6 +75,10 @@ class PageContext:
     csrf: str
     only: list[str] = field(default_factory=list)
     "The per-attempt view's attempt (the review forms post back to it)."
+    signed: bool = False
+    read_only: str = ""
+    problem: str | None = None
+    "Why this desk cannot record the reviews it was started to record (a banner)."
 
 
 class Desk:
@@ -80,7 +101,52 @@ class Desk:
         self._verified: tuple[int, str | None] | None = None
         self._looked = self._verified_at = self._synced = 0.0
         self._verifying = threading.Event()
+        self._standing: tuple[int, Standing] | None = None
+        self._standing_looked = 0.0
         self.guard: Guard | None = None
+
+    def standing(self) -> Standing:
+        """Who a post is recorded as, as the log stands (a key registered, or unsigned
+        reviews allowed, while the desk runs changes it): judged again when the log's
+        head moved, looked at no more than once a second and after each of the desk's
+        own appends."""
+        now = time.monotonic()
+        if self._standing is not None and now - self._standing_looked < BANNER_EVERY_S:
+            return self._standing[1]
+        self._standing_looked = now
+        head = self.store.head_position()
+        if self._standing is None or self._standing[0] != head:
+            self._standing = (head, self._judge_standing())
+        return self._standing[1]
+
+    def _judge_standing(self) -> Standing:
+        from tracestore.review.signing import (
+            KEY_ENV, REVIEWERS_STREAM, SETTINGS_STREAM, registry_of, signer_name,
+        )
+
+        reviewer, key = self.config.reviewer, self.config.key
+        if reviewer is None and key is None:
+            return Standing(None)
+        registry = registry_of([*self.store.read(stream=REVIEWERS_STREAM),
+                                *self.store.read(stream=SETTINGS_STREAM)])
+        if key is not None:
+            try:
+                return Standing(signer_name(registry, key, reviewer), signed=True)
+            except ReviewError as exc:
+                return Standing(None, signed=True,
+                                read_only=f"read only: this desk's key cannot sign "
+                                          f"[{exc.code}]",
+                                problem=f"this desk cannot record reviews: {exc.message} "
+                                        f"[{exc.code}]")
+        if not registry.unsigned_allowed:
+            return Standing(None, read_only="read only: this store requires signed reviews "
+                                            "[signature_required]",
+                            problem=f"this desk cannot record reviews as {reviewer}: the "
+                                    "store has registered reviewer keys, so an unsigned "
+                                    "review is refused (signature_required). Start the desk "
+                                    f"with --key FILE (or ${KEY_ENV}); unsigned reviews "
+                                    "need `tracestore reviewer unsigned allow`")
+        return Standing(reviewer)
 
     def banner(self) -> str | None:
         """A store that fails ``verify`` says so on every page.  The first page waits for
@@ -121,7 +187,7 @@ class Desk:
 
     def appended(self) -> None:
         """The desk appended: look at the head again on the next page."""
-        self._looked = self._synced = 0.0
+        self._looked = self._synced = self._standing_looked = 0.0
 
     def _verify(self) -> str | None:
         try:
@@ -137,9 +203,14 @@ class Desk:
 
     def context(self, request: Any, notice: str | None = None, *,
                 banner: bool = True) -> PageContext:
-        return PageContext(self.config.reviewer, self.key_id, self.database,
+        """``banner=False``: the store itself failed; nothing is read from it."""
+        standing = (self.standing() if banner else
+                    Standing(None, read_only="read only: the database cannot be read"))
+        return PageContext(standing.reviewer, self.key_id, self.database,
                            self.banner() if banner else None, notice,
-                           request.scope.get("state", {}).get("csrf", ""))
+                           request.scope.get("state", {}).get("csrf", ""),
+                           signed=standing.signed, read_only=standing.read_only,
+                           problem=standing.problem)
 
     def amend(self, template: Any, attempt_id: str, trace_id: str, *,
               sets: list[tuple[str, str]], approve: bool, evidence: list[int],

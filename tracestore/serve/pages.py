@@ -142,12 +142,16 @@ async def events(desk: Desk, request: Any) -> Any:
 
 
 async def review(desk: Desk, request: Any) -> Any:
-    """One form post: CSRF and origin first (403, nothing read or appended), then the
-    CLI's own plan and checks."""
+    """One form post: its size first (413, read no further than ``MAX_FORM_BYTES``), CSRF
+    and origin (403, nothing appended), then the CLI's own plan and checks."""
     from tracestore.api import Store
     from tracestore.review import load_template
 
-    form = await _form(request)
+    try:
+        form = await _form(request)
+    except FormTooLarge as exc:
+        return error_page(desk, request, 413, "Form too large", f"{exc}; nothing was "
+                          "recorded", "form_too_large")
     refusal = request.scope.get("state", {}).get("forbidden")
     assert desk.guard is not None
     if refusal is None and not desk.guard.csrf_ok(request.scope, form.get("csrf")):
@@ -179,14 +183,33 @@ async def review(desk: Desk, request: Any) -> Any:
     return _see(f"/trace/{_q(trace_id)}?recorded={','.join(map(str, written))}{view}")
 
 
+class FormTooLarge(Exception):
+    """A post larger than ``MAX_FORM_BYTES`` (declared, or found while reading it)."""
+
+
 async def _form(request: Any) -> dict[str, str]:
-    """An urlencoded form (what the desk's forms send; no multipart parser needed)."""
+    """An urlencoded form (what the desk's forms send; no multipart parser needed).
+
+    The body is never read whole before it is judged: a declared ``Content-Length`` over
+    the cap is refused before one byte is read, and a chunked body is read a chunk at a
+    time and dropped once it passes the cap, so a huge post costs the desk at most
+    ``MAX_FORM_BYTES`` plus one chunk of memory.  Any other content type is not read."""
     from urllib.parse import parse_qsl
 
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.strip().isdigit()
+                                 or int(declared) > MAX_FORM_BYTES):
+        raise FormTooLarge(f"a form is at most {MAX_FORM_BYTES} bytes; this one declares "
+                           f"{declared.strip()[:20]}")
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    body = await request.body()
-    if kind != "application/x-www-form-urlencoded" or len(body) > MAX_FORM_BYTES:
+    if kind != "application/x-www-form-urlencoded":
         return {}
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise FormTooLarge(f"a form is at most {MAX_FORM_BYTES} bytes; this one is "
+                               "longer")
     try:
         pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False,
                           max_num_fields=32)
