@@ -1,4 +1,4 @@
-"""The README's proxy section runs as written: its bash lines, against a fake upstream on
+"""The proxy how-to (docs/how-to/record-any-language.md) runs as written: its bash lines, against a fake upstream on
 127.0.0.1 instead of api.openai.com and a free port instead of 8787, show its text blocks."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from proxyhelp import RESPONSES
 from test_proxy_clients import client_run
 
 REPO = Path(__file__).resolve().parents[1]
-SECTION = (REPO / "README.md").read_text(encoding="utf-8").split(
-    "## Record any application: the proxy", 1)[1].split("\n## ", 1)[0]
+SECTION = (REPO / "docs" / "how-to" / "record-any-language.md").read_text(encoding="utf-8")
 
 
 def _free_port() -> int:

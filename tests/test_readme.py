@@ -65,10 +65,20 @@ def test_main_job_runs(fresh_store: Path) -> None:
     assert "23 scenarios" in runner.invoke(app, steps[0]).stdout
 
 
-def console_sessions() -> list[tuple[list[str], list[str]]]:
+#: Pages whose console blocks run, each against its own fresh store, with the least number
+#: of ``$ tracestore`` lines each must hold (so a page cannot silently lose its examples).
+DOC_PAGES = {
+    "README.md": 9, "docs/tutorial.md": 10, "docs/how-to/record-captures.md": 5,
+    "docs/how-to/record-python.md": 5, "docs/how-to/structured-answers.md": 5,
+    "docs/how-to/agent-runs.md": 5, "docs/how-to/export.md": 4,
+    "docs/how-to/gate-ci.md": 4,
+}
+
+
+def console_sessions(text: str = README) -> list[tuple[list[str], list[str]]]:
     """(args, expected output lines) for each ``$ tracestore`` line in console blocks."""
     sessions: list[tuple[list[str], list[str]]] = []
-    for block in re.findall(r"```console\n(.*?)```", README, re.S):
+    for block in re.findall(r"```console\n(.*?)```", text, re.S):
         for line in block.splitlines():
             if line.startswith("$ tracestore "):
                 command = line[2:].split("  #", 1)[0].strip()
@@ -85,9 +95,20 @@ def line_pattern(expected: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-def test_every_console_line_runs_and_shows_what_the_readme_says(fresh_store: Path) -> None:
-    sessions = console_sessions()
-    assert len(sessions) >= 10
+def test_every_page_with_console_blocks_is_run() -> None:
+    """The README, the tutorial and every how-to page: a new page with commands is run."""
+    candidates = [REPO / "README.md", REPO / "docs" / "tutorial.md",
+                  *(REPO / "docs" / "how-to").glob("*.md")]
+    pages = {str(p.relative_to(REPO)) for p in candidates
+             if console_sessions(p.read_text(encoding="utf-8"))}
+    assert pages <= set(DOC_PAGES), pages - set(DOC_PAGES)
+
+
+@pytest.mark.parametrize("page", sorted(DOC_PAGES))
+def test_every_console_line_runs_and_shows_what_the_page_says(fresh_store: Path,
+                                                               page: str) -> None:
+    sessions = console_sessions((REPO / page).read_text(encoding="utf-8"))
+    assert len(sessions) >= DOC_PAGES[page]
     for args, expected in sessions:
         # Files the walkthrough writes (report --html, reviewer keys) go to the test's
         # folder, not the repo.

@@ -1,4 +1,4 @@
-"""The recorder examples of the README and docs/recording.md run as written (issue 18):
+"""The recorder examples of docs/how-to/record-python.md and docs/recording.md run as written:
 each Python block is executed unchanged against the local capture server, the SDKs pointed
 at it by their own environment variables, in a fresh working directory."""
 
@@ -57,8 +57,9 @@ def run(*blocks: str, **names: object) -> str:
     return out.getvalue()
 
 
-def test_the_readme_live_recording_example_runs_and_is_released(sdk_env) -> None:
-    (block,) = python_blocks(REPO / "README.md", "## Record a live application")
+def test_the_python_how_to_example_runs_and_is_released(sdk_env) -> None:
+    (block,) = python_blocks(REPO / "docs" / "how-to" / "record-python.md",
+                             "# Record a Python application")
     assert "attempts[-1]" not in block and "attempt_of(stream)" in block
     assert run(block).split() == ["released"]
 

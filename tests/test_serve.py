@@ -329,7 +329,7 @@ def test_a_remote_desk_needs_its_token(tmp_path: Path) -> None:
 
 
 def test_the_readme_serve_line_runs(tmp_path: Path) -> None:
-    """The README's `tracestore serve` line (a bash block: test_readme runs console
+    """The desk how-to's `tracestore serve` line (a bash block: test_readme runs console
     blocks only, and this one would not end) started for real, on a free port."""
     import shlex
     import subprocess
@@ -337,7 +337,7 @@ def test_the_readme_serve_line_runs(tmp_path: Path) -> None:
 
     import httpx
 
-    section = (REPO / "README.md").read_text("utf-8").split("## Look at the store", 1)[1]
+    section = (REPO / "docs" / "how-to" / "review-in-the-desk.md").read_text("utf-8")
     line = re.search(r"```bash\n(tracestore serve[^\n#]*)", section).group(1)
     args = shlex.split(line)[1:]
     assert args == ["serve", "--reviewer", "alice"]

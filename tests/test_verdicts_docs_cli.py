@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "fixtures" / "seed003"
 POLICY = (ROOT / "docs" / "release-policy.md").read_text(encoding="utf-8")
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+GATE_CI = (ROOT / "docs" / "how-to" / "gate-ci.md").read_text(encoding="utf-8")
 
 
 def flat(text: str) -> str:
@@ -58,4 +59,4 @@ def test_audit_exits_0_with_violations_and_1_with_strict(tmp_path: Path) -> None
             "when there is at least one violation (for CI gates) and 0 when there is none"
             ) in flat(POLICY)
     assert "`audit` exits 0 whether or not it finds violations; `audit --strict` exits 1" \
-        in flat(README)
+        in flat(GATE_CI)
