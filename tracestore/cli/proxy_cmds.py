@@ -27,6 +27,10 @@ def proxy(
     timeout: Annotated[float, typer.Option(
         "--upstream-timeout", metavar="SECONDS",
         help="Longest wait for the upstream's next bytes.")] = 600.0,
+    grace: Annotated[float, typer.Option(
+        "--grace", metavar="SECONDS",
+        help="On SIGTERM or Ctrl-C: how long in-flight streams may finish before they are "
+             "cut (each cut stream is recorded with a reset drain and its decision).")] = 30.0,
     db: DbOption = None,
 ) -> None:
     """Forward requests to the upstream byte for byte and record every streamed response."""
@@ -34,6 +38,9 @@ def proxy(
 
     from tracestore.proxy.server import parse_listen, parse_routes, serve
 
+    if not 0 <= grace <= 24 * 3600:
+        raise InputError(f"--grace {grace} is not a number of seconds between 0 and 86400",
+                         code="invalid_option", option="--grace")
     routes = parse_routes(upstream, route or [])
     host, port = parse_listen(listen)
     task = None
@@ -61,6 +68,7 @@ def proxy(
                              f"({shown}); recording into {database_name(db)}\n")
             sys.stderr.flush()
         try:
-            serve(application, host, port, on_ready=listening)
+            serve(application, host, port, on_ready=listening, grace=grace)
         finally:
             recording.close()
+    sys.stderr.write("tracestore proxy: stopped; every stream it forwarded is recorded\n")

@@ -76,6 +76,10 @@ class UpstreamBroke(Exception):
     the client then sees a broken body, as it would have from the upstream directly."""
 
 
+class ProxyShutDown(Exception):
+    """The proxy stopped while a stream was still being forwarded (its drain's detail)."""
+
+
 def _forwarded(raw: list[tuple[bytes, bytes]], *, drop: frozenset[str]) -> list[tuple[bytes, bytes]]:
     named = {v.strip().lower() for k, value in raw if k.lower() == b"connection"
              for v in value.decode("latin-1").split(",")}
@@ -243,10 +247,26 @@ class Proxy:
             forwarding = self._pump(response, send, record, decode)
         pump = asyncio.ensure_future(forwarding)
         gone = asyncio.ensure_future(_disconnected(receive))
+        cut = False
         try:
             await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            cut = True
+            # The server cancels what is still streaming when its shutdown grace runs out:
+            # the stream was cut by the proxy, not stopped by the user, so it is a reset
+            # drain at the bytes forwarded (and the decision follows), never a Stop.
+            # Nothing is awaited here: the event loop itself may be closing and would cancel
+            # any await again before the drain was handed to the writer.
+            pump.cancel()
+            gone.cancel()
+            if record is not None:
+                record.upstream_broke(ProxyShutDown("the proxy shut down before the upstream "
+                                                    "body ended"), reset=True)
+            # Returning ends the exchange (the server closes the unfinished response); a
+            # re-raised cancellation would only be logged as an application error.
+            return
         finally:
-            if not pump.done():  # the client left: stop reading the upstream
+            if not pump.done() and not cut:  # the client left: stop reading the upstream
                 pump.cancel()
                 await asyncio.gather(pump, return_exceptions=True)
                 if record is not None:

@@ -6,10 +6,12 @@ a thread on an already bound socket (tests, the benchmark, embedding).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import signal
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Self
 
 from tracestore.errors import InputError
@@ -172,11 +174,17 @@ class RunningProxy(UvicornThread):
         super().__init__(uvicorn.Server(_config(app)), sock)
 
 
+#: Seconds in-flight streams get to finish after SIGTERM or Ctrl-C before they are cut.
+DEFAULT_GRACE_S = 30.0
+
+
 def serve(app: Any, host: str, port: int,
-          on_ready: Callable[[], None] | None = None) -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly); ``on_ready`` is called
-    once the socket is bound and accepting (a "listening" line printed before that would
-    send a script that waits for it to a refused connection)."""
+          on_ready: Callable[[], None] | None = None, grace: float = DEFAULT_GRACE_S) -> None:
+    """Serve until SIGTERM or Ctrl-C, then stop accepting, give in-flight streams ``grace``
+    seconds to finish, cut the rest (each recorded with a reset drain) and return normally,
+    so the caller's ``finally`` flushes the recording.  ``on_ready`` is called once the
+    socket is bound and accepting (a "listening" line printed before that would send a
+    script that waits for it to a refused connection)."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -185,7 +193,36 @@ def serve(app: Any, host: str, port: int,
             if self.started and on_ready is not None:
                 on_ready()
 
-    Server(_config(app, host=host, port=port)).run()
+    with signals_end_cleanly():
+        Server(_config(app, host=host, port=port, timeout_graceful_shutdown=grace)).run()
 
 
-__all__ = ["CLIENT_LEG", "ClientLeg", "RunningProxy", "parse_listen", "parse_routes", "serve"]
+class _Stopped(Exception):
+    """SIGTERM or SIGINT arrived again after uvicorn's graceful shutdown."""
+
+
+@contextlib.contextmanager
+def signals_end_cleanly() -> Iterator[None]:
+    """uvicorn shuts down gracefully on SIGTERM/SIGINT and then raises the same signal again
+    under the handlers it found.  With the default SIGTERM handler that kills the process
+    before anything after ``run()`` (the recording's flush) can run, so the handlers here
+    turn that second signal into a normal return instead."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Stopped(signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    except _Stopped:
+        pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+__all__ = ["CLIENT_LEG", "ClientLeg", "RunningProxy", "parse_listen", "parse_routes", "serve",
+           "signals_end_cleanly"]

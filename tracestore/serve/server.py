@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from tracestore.proxy.server import UvicornThread
+from tracestore.proxy.server import UvicornThread, signals_end_cleanly
 
 
 def _config(app: Any, **options: Any) -> Any:
@@ -27,11 +27,13 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(app: Any, sock: socket.socket) -> None:
-    """Serve until interrupted (Ctrl-C / SIGTERM end it cleanly)."""
+def serve(app: Any, sock: socket.socket, grace: float = 10.0) -> None:
+    """Serve until SIGTERM or Ctrl-C; requests in flight get ``grace`` seconds, then the
+    call returns normally (the process exits 0, as a process manager expects)."""
     import uvicorn
 
-    uvicorn.Server(_config(app)).run(sockets=[sock])
+    with signals_end_cleanly():
+        uvicorn.Server(_config(app, timeout_graceful_shutdown=grace)).run(sockets=[sock])
 
 
 class RunningDesk(UvicornThread):
