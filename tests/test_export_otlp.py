@@ -14,7 +14,7 @@ import pytest
 from tracestore.store.log import EventStore
 
 from clihelp import run
-from otlphelp import Collector, attributes, otlp_spans, pb_attributes
+from otlphelp import Collector, attributes, otlp_spans, pb_attributes, split_turns
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
@@ -30,11 +30,17 @@ def seed_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
+def all_spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
     out = tmp_path / "spans.json"
     code, _, err = run("export", "--format", "otlp", *args, "--out", str(out), db=db)
     assert code == 0, err
     return otlp_spans(json.loads(out.read_text("utf-8")))
+
+
+def spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
+    """The attempt spans only, in export order (the turns' root spans left out)."""
+    return [s for s in all_spans_of(db, tmp_path, *args)
+            if "tracestore.attempt_id" in attributes(s)]
 
 
 def test_content_is_opt_in_and_carries_the_released_answer_or_the_candidate(
@@ -102,7 +108,7 @@ def test_times_come_from_the_frames_not_from_later_commands(seed_db: Path) -> No
     frames = [i for i, e in enumerate(moved) if e.type == "frame.received"]
     started = next(i for i, e in enumerate(moved) if e.type == "attempt.started")
     moved.append(dataclasses.replace(events[-1], recorded_at=base + dt.timedelta(seconds=600)))
-    [span] = build_spans(moved)
+    [span, _root] = build_spans(moved)
     assert (span.end_time - span.start_time) == (frames[-1] - frames[0]) * 10**9
     first_text = next(i for i in frames if "text_delta" in moved[i].event.kinds)
     assert span.attributes["tracestore.time_to_first_token_ms"] == \
@@ -130,7 +136,8 @@ def test_ten_thousand_frames_lose_nothing(tmp_path: Path) -> None:
                             str(tmp_path / "o.json"), "--json", db=db)
     assert code == 0, err
     assert json.loads(stdout)["dropped"] == 0
-    [span] = otlp_spans(json.loads((tmp_path / "o.json").read_text("utf-8")))
+    _, attempts = split_turns(otlp_spans(json.loads((tmp_path / "o.json").read_text("utf-8"))))
+    span = attempts["big"]
     assert span.get("droppedEventsCount", 0) == 0
     names = [e["name"] for e in span["events"]]
     assert names == ["tracestore.destination_write", "tracestore.frame",
@@ -165,7 +172,7 @@ def test_a_lone_surrogate_does_not_crash_the_export(tmp_path: Path) -> None:
         code, _, err = run("export", "--format", "otlp", "--content", "--endpoint",
                            collector.url, db=db)
     assert code == 0, err
-    [pb] = collector.spans()
+    [pb] = [s for s in collector.spans() if s.parent_span_id]
     assert pb_attributes(pb)["output.value"] == "ok \ufffd end"
 
 
@@ -217,7 +224,7 @@ def test_a_refusal_names_the_status_and_the_first_line_of_the_body(seed_db: Path
                               collector.url, "--json", db=seed_db)
     error = json.loads(stderr)
     assert code == 1 and error["error"] == "export_failed" and error["http_status"] == 404
-    assert error["message"] == (f"the OTLP endpoint {collector.url} refused the 2 spans: "
+    assert error["message"] == (f"the OTLP endpoint {collector.url} refused the 3 spans: "
                                 "HTTP 404: experiment \\u001b[31m42 does not exist")
     code, _, stderr = run("export", "--format", "otlp", "--header", "nope", "--endpoint",
                           collector.url, "--json", db=seed_db)
@@ -268,16 +275,16 @@ def test_the_recorded_request_becomes_input_messages(seed_db: Path) -> None:
                "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}]}
     events = [dataclasses.replace(e, event=e.event.model_copy(update={"request": request}))
               if e.type == "attempt.started" else e for e in events]
-    [span] = build_spans(events, content=True)
+    [span, _root] = build_spans(events, content=True)
     assert (span.name, span.attributes["gen_ai.request.model"]) == (
         "chat claude-haiku", "claude-haiku")
     assert json.loads(span.attributes["gen_ai.input.messages"]) == [
         {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
         {"role": "user", "parts": [{"type": "text", "content": "When is the desk open?"}]}]
     assert span.attributes["input.value"] == span.attributes["gen_ai.input.messages"]
-    [plain] = build_spans(events)
+    [plain, _root] = build_spans(events)
     assert "gen_ai.input.messages" not in plain.attributes  # content is opt-in
-    [redacted] = build_spans(events, content=True, redact=True)
+    [redacted, _root] = build_spans(events, content=True, redact=True)
     assert "When is the desk open?" not in redacted.attributes["gen_ai.input.messages"]
 
 
@@ -303,3 +310,56 @@ def test_control_and_bidi_characters_reach_a_span_as_visible_escapes() -> None:
     assert inert({"gen_ai.output.messages": [hostile, 3]}) == {
         "gen_ai.output.messages": [inert(hostile), 3]}
     assert inert("\ud800") == "\ufffd"
+
+
+def test_each_turn_is_a_root_span_that_says_how_it_ended(seed_db: Path, tmp_path: Path) -> None:
+    """The turn's root span: OK only when an answer was released and the audit found no
+    violation; its attempts hang under it, a retry linked to the attempt it replaces."""
+    db = tmp_path / "turns.db"
+    for name in ("t8.json", "t8-buggy-app.json", "s1-error.json"):
+        assert run("replay", str(SEED / name), db=db)[0] == 0
+    steps = [{"open": "r", "attempt": "halt", "api": "bedrock-converse-stream"},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}},
+             {"reader": "r", "event": {"contentBlockDelta": {
+                 "contentBlockIndex": 0, "delta": {"text": "Half an ans"}}}},
+             {"reader": "r", "local": "stop"}]
+    (tmp_path / "halt.json").write_text(json.dumps({"trace": "halt", "steps": steps}))
+    assert run("replay", str(tmp_path / "halt.json"), db=db)[0] == 0
+    turns, attempts = split_turns(all_spans_of(db, tmp_path))
+    assert {t: (s["name"], s["status"]) for t, s in turns.items()} == {
+        "t8": ("turn t8", {"code": 1}),
+        "t8-buggy-app": ("turn t8-buggy-app", {"code": 2, "message": (
+            "violation: answer_mismatch, old_attempt_text_in_answer, "
+            "duplicate_history_entry")}),
+        "s1-error": ("turn s1-error", {"code": 2, "message": "failed: " + attributes(
+            attempts["s1-error"])["tracestore.release.reasons"][0]}),
+        "halt": ("turn halt", {"code": 2, "message": "stopped: local_stop_before_release"}),
+    }
+    root = turns["t8"]
+    assert "parentSpanId" not in root
+    assert {a: s.get("parentSpanId") for a, s in attempts.items()
+            if a.startswith("t8-")} == {"t8-old": root["spanId"], "t8-new": root["spanId"]}
+    assert {s["traceId"] for a, s in attempts.items() if a.startswith("t8-")} == {
+        root["traceId"]}
+    # Attempt statuses: released OK, stopped UNSET (the user's choice), failed ERROR.
+    assert (attempts["t8-new"]["status"], attempts["t8-old"].get("status", {}),
+            attempts["halt"].get("status", {}), attempts["s1-error"]["status"]["code"]) == (
+        {"code": 1}, {}, {}, 2)
+    [link] = attempts["t8-new"]["links"]
+    assert (link["spanId"], attributes(attempts["t8-new"])["tracestore.retry_of"]) == (
+        attempts["t8-old"]["spanId"], "t8-old")
+    a = attributes(root)
+    assert (a["openinference.span.kind"], a["gen_ai.conversation.id"],
+            a["tracestore.turn.status"], a["tracestore.turn.attempt_id"],
+            a["tracestore.turn.attempts"], a["tracestore.audit.violations"]) == (
+        "CHAIN", "t8", "released", "t8-new", "2", [])
+    buggy = turns["t8-buggy-app"]
+    assert [(e["name"], attributes(e)["tracestore.code"]) for e in buggy["events"]] == [
+        ("tracestore.violation", "answer_mismatch"),
+        ("tracestore.violation", "old_attempt_text_in_answer"),
+        ("tracestore.violation", "duplicate_history_entry")]
+    # The root spans the attempts under it.
+    assert int(root["startTimeUnixNano"]) == min(
+        int(s["startTimeUnixNano"]) for a, s in attempts.items() if a.startswith("t8-"))
+    assert int(root["endTimeUnixNano"]) == max(
+        int(s["endTimeUnixNano"]) for a, s in attempts.items() if a.startswith("t8-"))

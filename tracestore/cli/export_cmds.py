@@ -39,7 +39,8 @@ class Annotations(str, enum.Enum):
 def export(
     fmt: Annotated[ExportFormat, typer.Option(
         "--format", help="jsonl: every event as stored (import reads it back); "
-                         "otlp: OpenTelemetry spans, one per attempt.")] = ExportFormat.jsonl,
+                         "otlp: OpenTelemetry spans, a root per turn and one per "
+                         "attempt under it.")] = ExportFormat.jsonl,
     trace: Annotated[Optional[str], typer.Option(
         "--trace", metavar="TRACE", show_default=False, help="Only this trace.")] = None,
     out: Annotated[Optional[Path], typer.Option(

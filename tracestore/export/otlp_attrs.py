@@ -25,6 +25,12 @@ PROVIDER_NAMES = {
     "openai-responses": "openai", "openai-chat": "openai", "anthropic-messages": "anthropic",
     "bedrock-converse-stream": "aws.bedrock", "gemini": "gcp.gemini", "xai": "x_ai",
 }
+#: Attempt outcomes that are a failure of the answer (the span's status is ERROR).  A
+#: stopped or superseded attempt is the user's or the application's choice, and a pending
+#: one has no outcome yet: their status stays UNSET and ``tracestore.release.status`` says
+#: which it is.
+ERROR_STATUSES = frozenset({"failed", "interrupted", "limited", "rejected", "held",
+                            "incomplete"})
 _USAGE_KEYS = {  # native usage key → GenAI attribute
     "inputTokens": "gen_ai.usage.input_tokens", "outputTokens": "gen_ai.usage.output_tokens",
     "input_tokens": "gen_ai.usage.input_tokens", "output_tokens": "gen_ai.usage.output_tokens",
@@ -85,7 +91,7 @@ def span_attributes(events: Sequence[StoredEvent], frames: Sequence[StoredEvent]
     }
     if decision.reasons:
         attrs["tracestore.release.first_reason"] = decision.reasons[0]
-    if decision.status in ("failed", "interrupted") and decision.reasons:
+    if decision.status in ERROR_STATUSES and decision.reasons:
         attrs["error.type"] = decision.reasons[0]
     if decision.decided_at_position is not None:
         attrs["tracestore.release.decided_at_position"] = decision.decided_at_position
