@@ -272,20 +272,156 @@ def test_the_recorded_request_becomes_input_messages(seed_db: Path) -> None:
     with EventStore(str(seed_db)) as store:
         events = list(store.iter_events(trace_id="t1"))
     request = {"model": "claude-haiku", "system": [{"text": "Be brief."}],
-               "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}]}
+               "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}],
+               "inferenceConfig": {"maxTokens": 200, "temperature": 0.2,
+                                   "stopSequences": ["END"]}}
     events = [dataclasses.replace(e, event=e.event.model_copy(update={"request": request}))
               if e.type == "attempt.started" else e for e in events]
     [span, _root] = build_spans(events, content=True)
-    assert (span.name, span.attributes["gen_ai.request.model"]) == (
-        "chat claude-haiku", "claude-haiku")
-    assert json.loads(span.attributes["gen_ai.input.messages"]) == [
+    a = span.attributes
+    assert (span.name, a["gen_ai.request.model"]) == ("chat claude-haiku", "claude-haiku")
+    assert json.loads(a["gen_ai.input.messages"]) == [
         {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
         {"role": "user", "parts": [{"type": "text", "content": "When is the desk open?"}]}]
-    assert span.attributes["input.value"] == span.attributes["gen_ai.input.messages"]
+    assert a["input.value"] == a["gen_ai.input.messages"]
+    assert {k: v for k, v in a.items() if k.startswith("llm.input_messages.")} == {
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.0.message.content": "Be brief.",
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": "When is the desk open?"}
+    # The settings are not content: they go out with or without --content.
     [plain, _root] = build_spans(events)
-    assert "gen_ai.input.messages" not in plain.attributes  # content is opt-in
+    for attrs in (a, plain.attributes):
+        assert (attrs["gen_ai.request.max_tokens"], attrs["gen_ai.request.temperature"],
+                tuple(attrs["gen_ai.request.stop_sequences"])) == (200, 0.2, ("END",))
+        assert json.loads(attrs["llm.invocation_parameters"]) == {
+            "model": "claude-haiku", "inferenceConfig": request["inferenceConfig"]}
+    said = ("When is the desk open?", "Be brief.")
+    assert not any(text in str(v) for v in plain.attributes.values() for text in said)
+    assert not any(k.startswith(("llm.input_messages", "input.", "gen_ai.input"))
+                   for k in plain.attributes)
     [redacted, _root] = build_spans(events, content=True, redact=True)
-    assert "When is the desk open?" not in redacted.attributes["gen_ai.input.messages"]
+    assert not any(text in str(v) for v in redacted.attributes.values() for text in said)
+    assert redacted.attributes["llm.input_messages.1.message.content"].startswith("sha256:")
+
+
+def test_response_id_stream_conversation_and_reasoning_tokens(tmp_path: Path) -> None:
+    db = tmp_path / "o3.db"
+    o3 = REPO / "fixtures" / "real" / "openai-responses" / "reasoning-summary-o3-mini.sse"
+    assert run("ingest", str(o3), "--attempt", "o3", "--trace", "conv", db=db)[0] == 0
+    [span] = spans_of(db, tmp_path)
+    a = attributes(span)
+    assert (a["gen_ai.response.id"], a["gen_ai.request.stream"], a["gen_ai.conversation.id"],
+            a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
+            a["gen_ai.usage.reasoning.output_tokens"], a["gen_ai.usage.cache_read.input_tokens"],
+            a["llm.token_count.completion_details.reasoning"],
+            a["llm.token_count.prompt_details.cache_read"], a["llm.token_count.total"]) == (
+        "resp_68c42d0fb418819dbfa579f69406b49508fbf9b1584184ff", True, "conv",
+        "13", "1680", "1408", "0", "1408", "0", "1693")
+    assert (a["gen_ai.provider.name"], a["llm.provider"]) == ("openai", "openai")
+
+
+@pytest.mark.parametrize(("usage", "expected"), [
+    # Anthropic counts input without the cache; the conventions count it in.
+    ({"input_tokens": 10, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5,
+      "output_tokens": 7},
+     {"gen_ai.usage.input_tokens": 115, "gen_ai.usage.output_tokens": 7,
+      "gen_ai.usage.cache_read.input_tokens": 100,
+      "gen_ai.usage.cache_creation.input_tokens": 5}),
+    ({"inputTokens": 30, "outputTokens": 20, "totalTokens": 50},
+     {"gen_ai.usage.input_tokens": 30, "gen_ai.usage.output_tokens": 20}),
+    # Gemini counts output without the thoughts; the conventions count them in.
+    ({"promptTokenCount": 8, "candidatesTokenCount": 4, "thoughtsTokenCount": 16,
+      "cachedContentTokenCount": 6, "totalTokenCount": 28},
+     {"gen_ai.usage.input_tokens": 8, "gen_ai.usage.output_tokens": 20,
+      "gen_ai.usage.reasoning.output_tokens": 16,
+      "gen_ai.usage.cache_read.input_tokens": 6}),
+    ({"prompt_tokens": 9, "completion_tokens": 3,
+      "prompt_tokens_details": {"cached_tokens": 4},
+      "completion_tokens_details": {"reasoning_tokens": 2}},
+     {"gen_ai.usage.input_tokens": 9, "gen_ai.usage.output_tokens": 3,
+      "gen_ai.usage.cache_read.input_tokens": 4, "gen_ai.usage.reasoning.output_tokens": 2}),
+    (None, {}),
+])
+def test_usage_in_the_conventions_terms(usage: dict | None, expected: dict) -> None:
+    from tracestore.export.otlp_attrs import usage_attributes
+
+    got = usage_attributes(usage)
+    assert {k: v for k, v in got.items() if k.startswith("gen_ai.")} == expected
+
+
+#: The names and values the export may emit outside ``tracestore.*``, with their source:
+#: GenAI = the OpenTelemetry GenAI registry (open-telemetry/semantic-conventions-genai,
+#: model/gen-ai/registry.yaml, all "development" stability); OI = OpenInference
+#: (Arize-ai/openinference, openinference-semantic-conventions, ``SpanAttributes``,
+#: ``MessageAttributes`` and the value enums); OTel = the general ``error.type``.
+CONVENTIONS: dict[str, tuple[str, frozenset[str] | None]] = {
+    "gen_ai.operation.name": ("GenAI", frozenset({"chat"})),
+    "gen_ai.provider.name": ("GenAI", frozenset({"openai", "anthropic", "aws.bedrock",
+                                                 "gcp.gemini", "x_ai"})),
+    "gen_ai.conversation.id": ("GenAI", None),
+    "gen_ai.request.model": ("GenAI", None),
+    "gen_ai.request.stream": ("GenAI", None),
+    "gen_ai.request.max_tokens": ("GenAI", None),
+    "gen_ai.request.temperature": ("GenAI", None),
+    "gen_ai.request.top_p": ("GenAI", None),
+    "gen_ai.request.top_k": ("GenAI", None),
+    "gen_ai.request.stop_sequences": ("GenAI", None),
+    "gen_ai.request.frequency_penalty": ("GenAI", None),
+    "gen_ai.request.presence_penalty": ("GenAI", None),
+    "gen_ai.request.seed": ("GenAI", None),
+    "gen_ai.response.id": ("GenAI", None),
+    "gen_ai.response.model": ("GenAI", None),
+    "gen_ai.response.finish_reasons": ("GenAI", None),
+    "gen_ai.response.time_to_first_chunk": ("GenAI", None),
+    "gen_ai.usage.input_tokens": ("GenAI", None),
+    "gen_ai.usage.output_tokens": ("GenAI", None),
+    "gen_ai.usage.cache_read.input_tokens": ("GenAI", None),
+    "gen_ai.usage.cache_creation.input_tokens": ("GenAI", None),
+    "gen_ai.usage.reasoning.output_tokens": ("GenAI", None),
+    "gen_ai.input.messages": ("GenAI", None),
+    "gen_ai.output.messages": ("GenAI", None),
+    "error.type": ("OTel", None),
+    "openinference.span.kind": ("OI", frozenset({"LLM", "CHAIN"})),
+    "llm.provider": ("OI", frozenset({"openai", "anthropic", "aws", "google", "xai",
+                                      "ollama"})),
+    "llm.model_name": ("OI", None),
+    "llm.invocation_parameters": ("OI", None),
+    "llm.token_count.prompt": ("OI", None),
+    "llm.token_count.completion": ("OI", None),
+    "llm.token_count.total": ("OI", None),
+    "llm.token_count.prompt_details.cache_read": ("OI", None),
+    "llm.token_count.prompt_details.cache_write": ("OI", None),
+    "llm.token_count.completion_details.reasoning": ("OI", None),
+    "llm.input_messages.N.message.role": ("OI", None),
+    "llm.input_messages.N.message.content": ("OI", None),
+    "input.value": ("OI", None), "input.mime_type": ("OI", None),
+    "output.value": ("OI", None), "output.mime_type": ("OI", None),
+    "metadata": ("OI", None),
+}
+
+
+def test_every_attribute_name_and_value_is_a_published_one(tmp_path: Path) -> None:
+    import re
+
+    db = tmp_path / "all.db"
+    for name in ("t8.json", "t8-buggy-app.json", "s1-error.json"):
+        assert run("replay", str(SEED / name), db=db)[0] == 0
+    real = REPO / "fixtures" / "real"
+    for i, capture in enumerate((GPT4O, real / "openai-responses" /
+                                 "reasoning-summary-o3-mini.sse")):
+        assert run("ingest", str(capture), "--attempt", f"real-{i}", db=db)[0] == 0
+    seen: dict[str, set] = {}
+    for span in all_spans_of(db, tmp_path, "--content"):
+        for key, value in attributes(span).items():
+            if not key.startswith("tracestore."):
+                seen.setdefault(re.sub(r"\.\d+\.", ".N.", key), set()).add(str(value))
+    assert set(seen) <= set(CONVENTIONS), set(seen) - set(CONVENTIONS)
+    for key, values in seen.items():
+        allowed = CONVENTIONS[key][1]
+        assert allowed is None or values <= allowed, (key, values - allowed)
+    assert seen["llm.provider"] == {"aws", "openai"}
+    assert seen["gen_ai.provider.name"] == {"aws.bedrock", "openai"}
 
 
 def test_an_unreachable_endpoint_is_a_typed_error(seed_db: Path) -> None:
