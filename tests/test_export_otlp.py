@@ -96,23 +96,59 @@ def test_span_name_and_model_from_the_frames(tmp_path: Path) -> None:
     assert a["gen_ai.provider.name"] == "openai" and a["output.value"]
 
 
-def test_times_come_from_the_frames_not_from_later_commands(seed_db: Path) -> None:
+def test_an_ingest_or_replay_has_no_invented_duration(seed_db: Path) -> None:
+    """All events of a file ingest share the command's time: a later command (a judgement
+    a minute on) must not become a duration."""
     from tracestore.export.otlp import build_spans
 
     with EventStore(str(seed_db)) as store:
         events = list(store.iter_events(trace_id="t1"))
     base = events[0].recorded_at
-    # Each event one second after the previous; a judgement 60 s later (another command).
     moved = [dataclasses.replace(e, recorded_at=base + dt.timedelta(seconds=i))
              for i, e in enumerate(events)]
-    frames = [i for i, e in enumerate(moved) if e.type == "frame.received"]
-    started = next(i for i, e in enumerate(moved) if e.type == "attempt.started")
     moved.append(dataclasses.replace(events[-1], recorded_at=base + dt.timedelta(seconds=600)))
-    [span, _root] = build_spans(moved)
-    assert (span.end_time - span.start_time) == (frames[-1] - frames[0]) * 10**9
-    first_text = next(i for i in frames if "text_delta" in moved[i].event.kinds)
-    assert span.attributes["tracestore.time_to_first_token_ms"] == \
-        (first_text - started) * 1000.0
+    [span, root] = build_spans(moved)
+    assert span.attributes["tracestore.timing"] == "not recorded"
+    assert span.start_time == span.end_time == root.start_time == root.end_time
+    assert {e.timestamp for e in span.events} == {span.start_time}
+    assert "tracestore.time_to_first_token_ms" not in span.attributes
+    assert "First Token Stream Event" not in [e.name for e in span.events]
+
+
+def test_recorded_times_run_from_the_start_to_the_drain(tmp_path: Path) -> None:
+    """Observed times (a recorder's or a scenario's ``at``): the span starts at the attempt's
+    start, the first token is an event at the first text frame, the span ends at the drain."""
+    def at(seconds: float) -> str:
+        return (dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+                + dt.timedelta(seconds=seconds)).isoformat()
+
+    steps = [{"open": "r", "attempt": "live", "api": "bedrock-converse-stream", "at": at(0)},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}, "at": at(0.5)},
+             {"reader": "r", "event": {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {
+                 "text": "Hi"}}}, "at": at(1.25)},
+             {"reader": "r", "event": {"contentBlockStop": {"contentBlockIndex": 0}},
+              "at": at(2)},
+             {"reader": "r", "event": {"messageStop": {"stopReason": "end_turn"}}, "at": at(3)},
+             {"reader": "r", "local": "drain", "outcome": "clean", "at": at(4)}]
+    path = tmp_path / "live.json"
+    path.write_text(json.dumps({"trace": "live", "steps": steps}), "utf-8")
+    db = tmp_path / "live.db"
+    code, _, err = run("replay", str(path), db=db)
+    assert code == 0, err
+    turns, attempts = split_turns(all_spans_of(db, tmp_path))
+    span, root = attempts["live"], turns["live"]
+    a = attributes(span)
+    start, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
+    assert a["tracestore.timing"] == "recorded"
+    assert (end - start, a["gen_ai.response.time_to_first_chunk"],
+            a["tracestore.time_to_first_token_ms"]) == (4 * 10**9, 1.25, 1250.0)
+    [first] = [e for e in span["events"] if e["name"] == "First Token Stream Event"]
+    assert int(first["timeUnixNano"]) - start == 1_250_000_000
+    times = [int(e["timeUnixNano"]) for e in span["events"]
+             if e["name"] != "First Token Stream Event"]
+    assert times == sorted(times) and max(times) == end
+    assert (root["startTimeUnixNano"], root["endTimeUnixNano"]) == (
+        span["startTimeUnixNano"], span["endTimeUnixNano"])
 
 
 def scenario(path: Path, deltas: list[str]) -> Path:

@@ -10,9 +10,10 @@ events without losing any.
 Ids are derived from the log (sha256 of the trace / attempt id), so the same log exports to
 the same ids; all attempts of one trace share one OTel trace id, hang under the turn's root
 span (``turn <trace id>``: status OK only when the turn released an answer and the audit
-found no violation) and a retry links to the attempt it retries.  A span runs from the attempt's first to its last frame (the
-application's observed times when recorded, else the store's recorded-at times); events
-carry their own times and ``tracestore.position`` orders them.  Lone surrogates become
+found no violation) and a retry links to the attempt it retries.  Times are only ever real ones (``real_times``): a live recording's
+attempt runs from its start to its drain, with a ``First Token Stream Event`` at the first
+text; a file ingest or replay has no timing, so its spans are one instant marked
+``tracestore.timing = "not recorded"``.  ``tracestore.position`` orders the events.  Lone surrogates become
 U+FFFD before anything is decided, digested or encoded.
 """
 
@@ -34,19 +35,43 @@ def _id(kind: str, name: str, size: int) -> int:
     return value or 1  # an all-zero id is invalid in OTel
 
 
-def _nanos(stored: StoredEvent) -> int:
+def _stamp(when: Any) -> int:
     import datetime as dt
 
-    observed = getattr(stored.event, "observed_at", None)
-    when = stored.recorded_at
-    if observed:
-        try:
-            when = dt.datetime.fromisoformat(observed.replace("Z", "+00:00"))
-        except ValueError:
-            pass  # an unparseable application time: fall back to the store's
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.timezone.utc)
     return int(when.timestamp() * 1_000_000) * 1000
+
+
+def _observed(stored: StoredEvent) -> int | None:
+    """The application's observed time of the event (``observed_at``), None when absent."""
+    import datetime as dt
+
+    observed = getattr(stored.event, "observed_at", None)
+    if not observed:
+        return None
+    try:
+        return _stamp(dt.datetime.fromisoformat(observed.replace("Z", "+00:00")))
+    except ValueError:
+        return None  # an unparseable application time is no time
+
+
+def real_times(mine: Sequence[StoredEvent]) -> dict[int, int]:
+    """Position → the real time of each of the attempt's events that has one.
+
+    A real time is the application's observed time, or -- in a live recording, whose
+    frames the store appends chunk by chunk as they arrive (``capture.segment`` events) --
+    the store's recorded time.  A file ingest or replay appends everything at once: its
+    recorded times are the command's, not the stream's, and count for nothing."""
+    live = any(e.type == "capture.segment" for e in mine)
+    out = {}
+    for stored in mine:
+        when = _observed(stored)
+        if when is None and live:
+            when = _stamp(stored.recorded_at)
+        if when is not None:
+            out[stored.position] = when
+    return out
 
 
 class _Ids:
@@ -265,19 +290,42 @@ def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
                                       _id("attempt", view.retry_of, 8), is_remote=False,
                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)),
                           {"tracestore.link": "retry_of"}))
-    timed = frames or mine[:1]  # the stream's own time: first to last frame
-    start, end = _nanos(timed[0]), max(_nanos(e) for e in timed)
     attrs = span_attributes(mine, frames, observed, view, decision, mode, redactor)
+    times = real_times(mine)
     first_text = next((f for f in frames if any(
         o.kind == "text_delta" and o.text for o in observed.get(f.position, []))), None)
-    if first_text is not None and mine[0].type == "attempt.started":
-        ttft = (_nanos(first_text) - _nanos(mine[0])) / 1e6
-        attrs["tracestore.time_to_first_token_ms"] = max(ttft, 0.0)
+    if times:
+        attrs["tracestore.timing"] = "recorded"
+        opened = times.get(mine[0].position) if mine[0].type == "attempt.started" else None
+        start = opened if opened is not None else min(times.values())
+        drain = next((times[e.position] for e in mine
+                      if e.type == "transport.drained" and e.position in times), None)
+        framed = [times[f.position] for f in frames if f.position in times]
+        end = drain if drain is not None else max(framed or [start])
+        first = times.get(first_text.position) if first_text is not None else None
+        if first is not None and opened is not None:
+            attrs["gen_ai.response.time_to_first_chunk"] = max(first - opened, 0) / 1e9
+            attrs["tracestore.time_to_first_token_ms"] = max(first - opened, 0) / 1e6
+    else:
+        # No real time: one instant (the recording's), never a gap between two commands.
+        attrs["tracestore.timing"] = "not recorded"
+        start = end = _stamp(mine[0].recorded_at)
+        first = None
     span = tracer.start_span(inert(span_name(mine, frames)), context=parent,
                              kind=SpanKind.CLIENT, start_time=start, links=links,
                              attributes=inert(attrs))
+    if first is not None:
+        # OpenInference's streaming marker (the GenAI conventions define no span event).
+        span.add_event("First Token Stream Event", timestamp=first)
+    # An event with no real time of its own sits at the last real time before it in the
+    # log, so the span's events stay in log order on one clock.
+    when = start
+    at = {}
+    for stored in mine:
+        when = times.get(stored.position, when)
+        at[stored.position] = when
     for item in summarize(mine, observed, mode, redactor):
-        span.add_event(item.name, inert(item.attributes), timestamp=_nanos(item.stored))
+        span.add_event(item.name, inert(item.attributes), timestamp=at[item.stored.position])
     if decision.status in ERROR_STATUSES:
         span.set_status(Status(StatusCode.ERROR, clean(
             f"{decision.status}: {', '.join(decision.reasons)}")))
