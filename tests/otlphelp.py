@@ -78,3 +78,15 @@ class Collector:
         self.server.shutdown()
         self.server.server_close()
         self.thread.join(timeout=5)
+
+
+def split_turns(spans: list[dict]) -> tuple[dict[str, dict], dict[str, dict]]:
+    """OTLP/JSON spans → (trace id → the turn's root span, attempt id → attempt span)."""
+    turns, attempts = {}, {}
+    for span in spans:
+        attrs = attributes(span)
+        if "tracestore.attempt_id" in attrs:
+            attempts[attrs["tracestore.attempt_id"]] = span
+        else:
+            turns[attrs["tracestore.trace_id"]] = span
+    return turns, attempts

@@ -148,11 +148,14 @@ def test_redacted_export_holds_no_model_text(source_db: Path, tmp_path: Path) ->
     assert json.loads(run("verify", "--json", db=target)[1])["ok"] is True
 
 
-def test_otlp_file_has_one_span_per_attempt(source_db: Path, tmp_path: Path) -> None:
+def test_otlp_file_has_one_span_per_attempt_under_the_turn(source_db: Path,
+                                                            tmp_path: Path) -> None:
     out = export(source_db, tmp_path, "--format", "otlp", "--trace", "t8", name="t8.json")
     spans = otlp_spans(json.loads(out.read_text("utf-8")))
-    assert [attributes(s)["tracestore.attempt_id"] for s in spans] == ["t8-old", "t8-new"]
-    old, new = spans
+    assert [attributes(s).get("tracestore.attempt_id") for s in spans] == [
+        "t8-old", "t8-new", None]
+    old, new, turn = spans
+    assert old["parentSpanId"] == new["parentSpanId"] == turn["spanId"]
     assert old["traceId"] == new["traceId"] and len(old["traceId"]) == 32
     assert len(old["spanId"]) == 16 and old["spanId"] != new["spanId"]
     assert new["links"][0]["spanId"] == old["spanId"]
@@ -191,14 +194,14 @@ def test_otlp_http_reaches_a_collector(source_db: Path) -> None:
         code, stdout, err = run("export", "--format", "otlp", "--trace", "t8-buggy-app",
                                 "--endpoint", collector.url, "--json", db=source_db)
     assert code == 0, err
-    assert json.loads(stdout) == {"format": "otlp", "spans": 2, "to": collector.url,
+    assert json.loads(stdout) == {"format": "otlp", "spans": 3, "to": collector.url,
                                   "dropped": 0}
     [(path, content_type, request)] = collector.received
     assert (path, content_type) == ("/v1/traces", "application/x-protobuf")
     spans = [s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans]
-    ids = [next(a.value.string_value for a in s.attributes
-                if a.key == "tracestore.attempt_id") for s in spans]
-    assert ids == ["t8b-old", "t8b-new"]
+    ids = [next((a.value.string_value for a in s.attributes
+                 if a.key == "tracestore.attempt_id"), s.name) for s in spans]
+    assert ids == ["t8b-old", "t8b-new", "turn t8-buggy-app"]
 
 
 def test_otlp_http_refusal_is_reported(source_db: Path) -> None:

@@ -63,9 +63,17 @@ def test_reviews_become_phoenix_annotations_latest_value_wins(story_db: Path) ->
     assert items[0]["metadata"]["amends_position"] == items[0]["metadata"]["position"] - 1
 
 
-def check_story(spans: dict[str, dict]) -> None:
-    """``spans``: attempt id → {name, status (OK/ERROR/UNSET), attributes, events}."""
+def check_story(spans: dict[str, dict], turns: dict[str, dict]) -> None:
+    """``spans``: attempt id → {name, status (OK/ERROR/UNSET), attributes, events, parent};
+    ``turns``: trace id → the same for the turn's root span (and its span id)."""
     assert set(spans) == {"t8-old", "t8-new", "s1-error", "gpt"}
+    assert set(turns) == {"t8", "s1-error", "gpt"}
+    # The turn's outcome at the top: the root's status, the attempts under it.
+    assert {t: (turns[t]["name"], turns[t]["status"]) for t in turns} == {
+        "t8": ("turn t8", "OK"), "s1-error": ("turn s1-error", "ERROR"),
+        "gpt": ("turn gpt", "ERROR")}
+    assert spans["t8-old"]["parent"] == spans["t8-new"]["parent"] == turns["t8"]["span_id"]
+    assert turns["t8"]["attributes"]["tracestore.turn.attempt_id"] == "t8-new"
     old, new, failed, gpt = (spans[a] for a in ("t8-old", "t8-new", "s1-error", "gpt"))
     # The model name, from the frames.
     assert (gpt["name"], gpt["attributes"]["llm.model_name"]) == (
@@ -103,13 +111,17 @@ def test_the_story_reaches_the_otlp_stub(story_db: Path) -> None:
         code, _, err = run("export", "--format", "otlp", "--content", "--endpoint",
                            collector.url, db=story_db)
     assert code == 0, err
-    spans = {}
+    spans, turns = {}, {}
     for span in collector.spans():
         attrs = pb_attributes(span)
-        spans[attrs["tracestore.attempt_id"]] = {
-            "name": span.name, "status": STATUS[span.status.code], "attributes": attrs,
-            "events": [e.name for e in span.events]}
-    check_story(spans)
+        item = {"name": span.name, "status": STATUS[span.status.code], "attributes": attrs,
+                "events": [e.name for e in span.events], "span_id": span.span_id.hex(),
+                "parent": span.parent_span_id.hex() or None}
+        if "tracestore.attempt_id" in attrs:
+            spans[attrs["tracestore.attempt_id"]] = item
+        else:
+            turns[attrs["tracestore.trace_id"]] = item
+    check_story(spans, turns)
 
 
 def _free_port() -> int:
@@ -185,17 +197,22 @@ def test_the_story_reaches_phoenix(story_db: Path, phoenix: str,
                             db=story_db)
     assert code == 0, err
     assert json.loads(stdout)["annotations"] == 2
-    spans = {}
-    for span in phoenix_spans(phoenix, project, 4):
+    spans, turns = {}, {}
+    stored = phoenix_spans(phoenix, project, 7)
+    for span in stored:
         attrs = span["attributes"]
-        assert span["span_kind"] == "LLM"
-        spans[attrs["tracestore.attempt_id"]] = {
-            "name": span["name"], "status": span["status_code"], "attributes": attrs,
-            "events": [e["name"] for e in span["events"]]}
-    check_story(spans)
+        item = {"name": span["name"], "status": span["status_code"], "attributes": attrs,
+                "events": [e["name"] for e in span["events"]],
+                "span_id": span["context"]["span_id"], "parent": span.get("parent_id")}
+        if "tracestore.attempt_id" in attrs:
+            assert span["span_kind"] == "LLM"
+            spans[attrs["tracestore.attempt_id"]] = item
+        else:
+            assert span["span_kind"] == "CHAIN"
+            turns[attrs["tracestore.trace_id"]] = item
+    check_story(spans, turns)
     # The review record as Phoenix span annotations on the retry's span.
-    span_id = next(s["context"]["span_id"] for s in phoenix_spans(phoenix, project, 4)
-                   if s["attributes"]["tracestore.attempt_id"] == "t8-new")
+    span_id = spans["t8-new"]["span_id"]
     status, body = _get(f"{phoenix}/v1/projects/{project}/span_annotations?span_ids={span_id}")
     assert status == 200
     assert sorted((a["name"], a["result"]["label"], a["annotator_kind"])

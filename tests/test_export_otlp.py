@@ -14,7 +14,7 @@ import pytest
 from tracestore.store.log import EventStore
 
 from clihelp import run
-from otlphelp import Collector, attributes, otlp_spans, pb_attributes
+from otlphelp import Collector, attributes, otlp_spans, pb_attributes, split_turns
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
@@ -30,11 +30,17 @@ def seed_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
+def all_spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
     out = tmp_path / "spans.json"
     code, _, err = run("export", "--format", "otlp", *args, "--out", str(out), db=db)
     assert code == 0, err
     return otlp_spans(json.loads(out.read_text("utf-8")))
+
+
+def spans_of(db: Path, tmp_path: Path, *args: str) -> list[dict]:
+    """The attempt spans only, in export order (the turns' root spans left out)."""
+    return [s for s in all_spans_of(db, tmp_path, *args)
+            if "tracestore.attempt_id" in attributes(s)]
 
 
 def test_content_is_opt_in_and_carries_the_released_answer_or_the_candidate(
@@ -90,23 +96,59 @@ def test_span_name_and_model_from_the_frames(tmp_path: Path) -> None:
     assert a["gen_ai.provider.name"] == "openai" and a["output.value"]
 
 
-def test_times_come_from_the_frames_not_from_later_commands(seed_db: Path) -> None:
+def test_an_ingest_or_replay_has_no_invented_duration(seed_db: Path) -> None:
+    """All events of a file ingest share the command's time: a later command (a judgement
+    a minute on) must not become a duration."""
     from tracestore.export.otlp import build_spans
 
     with EventStore(str(seed_db)) as store:
         events = list(store.iter_events(trace_id="t1"))
     base = events[0].recorded_at
-    # Each event one second after the previous; a judgement 60 s later (another command).
     moved = [dataclasses.replace(e, recorded_at=base + dt.timedelta(seconds=i))
              for i, e in enumerate(events)]
-    frames = [i for i, e in enumerate(moved) if e.type == "frame.received"]
-    started = next(i for i, e in enumerate(moved) if e.type == "attempt.started")
     moved.append(dataclasses.replace(events[-1], recorded_at=base + dt.timedelta(seconds=600)))
-    [span] = build_spans(moved)
-    assert (span.end_time - span.start_time) == (frames[-1] - frames[0]) * 10**9
-    first_text = next(i for i in frames if "text_delta" in moved[i].event.kinds)
-    assert span.attributes["tracestore.time_to_first_token_ms"] == \
-        (first_text - started) * 1000.0
+    [span, root] = build_spans(moved)
+    assert span.attributes["tracestore.timing"] == "not recorded"
+    assert span.start_time == span.end_time == root.start_time == root.end_time
+    assert {e.timestamp for e in span.events} == {span.start_time}
+    assert "tracestore.time_to_first_token_ms" not in span.attributes
+    assert "First Token Stream Event" not in [e.name for e in span.events]
+
+
+def test_recorded_times_run_from_the_start_to_the_drain(tmp_path: Path) -> None:
+    """Observed times (a recorder's or a scenario's ``at``): the span starts at the attempt's
+    start, the first token is an event at the first text frame, the span ends at the drain."""
+    def at(seconds: float) -> str:
+        return (dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+                + dt.timedelta(seconds=seconds)).isoformat()
+
+    steps = [{"open": "r", "attempt": "live", "api": "bedrock-converse-stream", "at": at(0)},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}, "at": at(0.5)},
+             {"reader": "r", "event": {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {
+                 "text": "Hi"}}}, "at": at(1.25)},
+             {"reader": "r", "event": {"contentBlockStop": {"contentBlockIndex": 0}},
+              "at": at(2)},
+             {"reader": "r", "event": {"messageStop": {"stopReason": "end_turn"}}, "at": at(3)},
+             {"reader": "r", "local": "drain", "outcome": "clean", "at": at(4)}]
+    path = tmp_path / "live.json"
+    path.write_text(json.dumps({"trace": "live", "steps": steps}), "utf-8")
+    db = tmp_path / "live.db"
+    code, _, err = run("replay", str(path), db=db)
+    assert code == 0, err
+    turns, attempts = split_turns(all_spans_of(db, tmp_path))
+    span, root = attempts["live"], turns["live"]
+    a = attributes(span)
+    start, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
+    assert a["tracestore.timing"] == "recorded"
+    assert (end - start, a["gen_ai.response.time_to_first_chunk"],
+            a["tracestore.time_to_first_token_ms"]) == (4 * 10**9, 1.25, 1250.0)
+    [first] = [e for e in span["events"] if e["name"] == "First Token Stream Event"]
+    assert int(first["timeUnixNano"]) - start == 1_250_000_000
+    times = [int(e["timeUnixNano"]) for e in span["events"]
+             if e["name"] != "First Token Stream Event"]
+    assert times == sorted(times) and max(times) == end
+    assert (root["startTimeUnixNano"], root["endTimeUnixNano"]) == (
+        span["startTimeUnixNano"], span["endTimeUnixNano"])
 
 
 def scenario(path: Path, deltas: list[str]) -> Path:
@@ -130,7 +172,8 @@ def test_ten_thousand_frames_lose_nothing(tmp_path: Path) -> None:
                             str(tmp_path / "o.json"), "--json", db=db)
     assert code == 0, err
     assert json.loads(stdout)["dropped"] == 0
-    [span] = otlp_spans(json.loads((tmp_path / "o.json").read_text("utf-8")))
+    _, attempts = split_turns(otlp_spans(json.loads((tmp_path / "o.json").read_text("utf-8"))))
+    span = attempts["big"]
     assert span.get("droppedEventsCount", 0) == 0
     names = [e["name"] for e in span["events"]]
     assert names == ["tracestore.destination_write", "tracestore.frame",
@@ -165,7 +208,7 @@ def test_a_lone_surrogate_does_not_crash_the_export(tmp_path: Path) -> None:
         code, _, err = run("export", "--format", "otlp", "--content", "--endpoint",
                            collector.url, db=db)
     assert code == 0, err
-    [pb] = collector.spans()
+    [pb] = [s for s in collector.spans() if s.parent_span_id]
     assert pb_attributes(pb)["output.value"] == "ok \ufffd end"
 
 
@@ -217,7 +260,7 @@ def test_a_refusal_names_the_status_and_the_first_line_of_the_body(seed_db: Path
                               collector.url, "--json", db=seed_db)
     error = json.loads(stderr)
     assert code == 1 and error["error"] == "export_failed" and error["http_status"] == 404
-    assert error["message"] == (f"the OTLP endpoint {collector.url} refused the 2 spans: "
+    assert error["message"] == (f"the OTLP endpoint {collector.url} refused the 3 spans: "
                                 "HTTP 404: experiment \\u001b[31m42 does not exist")
     code, _, stderr = run("export", "--format", "otlp", "--header", "nope", "--endpoint",
                           collector.url, "--json", db=seed_db)
@@ -265,20 +308,156 @@ def test_the_recorded_request_becomes_input_messages(seed_db: Path) -> None:
     with EventStore(str(seed_db)) as store:
         events = list(store.iter_events(trace_id="t1"))
     request = {"model": "claude-haiku", "system": [{"text": "Be brief."}],
-               "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}]}
+               "messages": [{"role": "user", "content": [{"text": "When is the desk open?"}]}],
+               "inferenceConfig": {"maxTokens": 200, "temperature": 0.2,
+                                   "stopSequences": ["END"]}}
     events = [dataclasses.replace(e, event=e.event.model_copy(update={"request": request}))
               if e.type == "attempt.started" else e for e in events]
-    [span] = build_spans(events, content=True)
-    assert (span.name, span.attributes["gen_ai.request.model"]) == (
-        "chat claude-haiku", "claude-haiku")
-    assert json.loads(span.attributes["gen_ai.input.messages"]) == [
+    [span, _root] = build_spans(events, content=True)
+    a = span.attributes
+    assert (span.name, a["gen_ai.request.model"]) == ("chat claude-haiku", "claude-haiku")
+    assert json.loads(a["gen_ai.input.messages"]) == [
         {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
         {"role": "user", "parts": [{"type": "text", "content": "When is the desk open?"}]}]
-    assert span.attributes["input.value"] == span.attributes["gen_ai.input.messages"]
-    [plain] = build_spans(events)
-    assert "gen_ai.input.messages" not in plain.attributes  # content is opt-in
-    [redacted] = build_spans(events, content=True, redact=True)
-    assert "When is the desk open?" not in redacted.attributes["gen_ai.input.messages"]
+    assert a["input.value"] == a["gen_ai.input.messages"]
+    assert {k: v for k, v in a.items() if k.startswith("llm.input_messages.")} == {
+        "llm.input_messages.0.message.role": "system",
+        "llm.input_messages.0.message.content": "Be brief.",
+        "llm.input_messages.1.message.role": "user",
+        "llm.input_messages.1.message.content": "When is the desk open?"}
+    # The settings are not content: they go out with or without --content.
+    [plain, _root] = build_spans(events)
+    for attrs in (a, plain.attributes):
+        assert (attrs["gen_ai.request.max_tokens"], attrs["gen_ai.request.temperature"],
+                tuple(attrs["gen_ai.request.stop_sequences"])) == (200, 0.2, ("END",))
+        assert json.loads(attrs["llm.invocation_parameters"]) == {
+            "model": "claude-haiku", "inferenceConfig": request["inferenceConfig"]}
+    said = ("When is the desk open?", "Be brief.")
+    assert not any(text in str(v) for v in plain.attributes.values() for text in said)
+    assert not any(k.startswith(("llm.input_messages", "input.", "gen_ai.input"))
+                   for k in plain.attributes)
+    [redacted, _root] = build_spans(events, content=True, redact=True)
+    assert not any(text in str(v) for v in redacted.attributes.values() for text in said)
+    assert redacted.attributes["llm.input_messages.1.message.content"].startswith("sha256:")
+
+
+def test_response_id_stream_conversation_and_reasoning_tokens(tmp_path: Path) -> None:
+    db = tmp_path / "o3.db"
+    o3 = REPO / "fixtures" / "real" / "openai-responses" / "reasoning-summary-o3-mini.sse"
+    assert run("ingest", str(o3), "--attempt", "o3", "--trace", "conv", db=db)[0] == 0
+    [span] = spans_of(db, tmp_path)
+    a = attributes(span)
+    assert (a["gen_ai.response.id"], a["gen_ai.request.stream"], a["gen_ai.conversation.id"],
+            a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
+            a["gen_ai.usage.reasoning.output_tokens"], a["gen_ai.usage.cache_read.input_tokens"],
+            a["llm.token_count.completion_details.reasoning"],
+            a["llm.token_count.prompt_details.cache_read"], a["llm.token_count.total"]) == (
+        "resp_68c42d0fb418819dbfa579f69406b49508fbf9b1584184ff", True, "conv",
+        "13", "1680", "1408", "0", "1408", "0", "1693")
+    assert (a["gen_ai.provider.name"], a["llm.provider"]) == ("openai", "openai")
+
+
+@pytest.mark.parametrize(("usage", "expected"), [
+    # Anthropic counts input without the cache; the conventions count it in.
+    ({"input_tokens": 10, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 5,
+      "output_tokens": 7},
+     {"gen_ai.usage.input_tokens": 115, "gen_ai.usage.output_tokens": 7,
+      "gen_ai.usage.cache_read.input_tokens": 100,
+      "gen_ai.usage.cache_creation.input_tokens": 5}),
+    ({"inputTokens": 30, "outputTokens": 20, "totalTokens": 50},
+     {"gen_ai.usage.input_tokens": 30, "gen_ai.usage.output_tokens": 20}),
+    # Gemini counts output without the thoughts; the conventions count them in.
+    ({"promptTokenCount": 8, "candidatesTokenCount": 4, "thoughtsTokenCount": 16,
+      "cachedContentTokenCount": 6, "totalTokenCount": 28},
+     {"gen_ai.usage.input_tokens": 8, "gen_ai.usage.output_tokens": 20,
+      "gen_ai.usage.reasoning.output_tokens": 16,
+      "gen_ai.usage.cache_read.input_tokens": 6}),
+    ({"prompt_tokens": 9, "completion_tokens": 3,
+      "prompt_tokens_details": {"cached_tokens": 4},
+      "completion_tokens_details": {"reasoning_tokens": 2}},
+     {"gen_ai.usage.input_tokens": 9, "gen_ai.usage.output_tokens": 3,
+      "gen_ai.usage.cache_read.input_tokens": 4, "gen_ai.usage.reasoning.output_tokens": 2}),
+    (None, {}),
+])
+def test_usage_in_the_conventions_terms(usage: dict | None, expected: dict) -> None:
+    from tracestore.export.otlp_attrs import usage_attributes
+
+    got = usage_attributes(usage)
+    assert {k: v for k, v in got.items() if k.startswith("gen_ai.")} == expected
+
+
+#: The names and values the export may emit outside ``tracestore.*``, with their source:
+#: GenAI = the OpenTelemetry GenAI registry (open-telemetry/semantic-conventions-genai,
+#: model/gen-ai/registry.yaml, all "development" stability); OI = OpenInference
+#: (Arize-ai/openinference, openinference-semantic-conventions, ``SpanAttributes``,
+#: ``MessageAttributes`` and the value enums); OTel = the general ``error.type``.
+CONVENTIONS: dict[str, tuple[str, frozenset[str] | None]] = {
+    "gen_ai.operation.name": ("GenAI", frozenset({"chat"})),
+    "gen_ai.provider.name": ("GenAI", frozenset({"openai", "anthropic", "aws.bedrock",
+                                                 "gcp.gemini", "x_ai"})),
+    "gen_ai.conversation.id": ("GenAI", None),
+    "gen_ai.request.model": ("GenAI", None),
+    "gen_ai.request.stream": ("GenAI", None),
+    "gen_ai.request.max_tokens": ("GenAI", None),
+    "gen_ai.request.temperature": ("GenAI", None),
+    "gen_ai.request.top_p": ("GenAI", None),
+    "gen_ai.request.top_k": ("GenAI", None),
+    "gen_ai.request.stop_sequences": ("GenAI", None),
+    "gen_ai.request.frequency_penalty": ("GenAI", None),
+    "gen_ai.request.presence_penalty": ("GenAI", None),
+    "gen_ai.request.seed": ("GenAI", None),
+    "gen_ai.response.id": ("GenAI", None),
+    "gen_ai.response.model": ("GenAI", None),
+    "gen_ai.response.finish_reasons": ("GenAI", None),
+    "gen_ai.response.time_to_first_chunk": ("GenAI", None),
+    "gen_ai.usage.input_tokens": ("GenAI", None),
+    "gen_ai.usage.output_tokens": ("GenAI", None),
+    "gen_ai.usage.cache_read.input_tokens": ("GenAI", None),
+    "gen_ai.usage.cache_creation.input_tokens": ("GenAI", None),
+    "gen_ai.usage.reasoning.output_tokens": ("GenAI", None),
+    "gen_ai.input.messages": ("GenAI", None),
+    "gen_ai.output.messages": ("GenAI", None),
+    "error.type": ("OTel", None),
+    "openinference.span.kind": ("OI", frozenset({"LLM", "CHAIN"})),
+    "llm.provider": ("OI", frozenset({"openai", "anthropic", "aws", "google", "xai",
+                                      "ollama"})),
+    "llm.model_name": ("OI", None),
+    "llm.invocation_parameters": ("OI", None),
+    "llm.token_count.prompt": ("OI", None),
+    "llm.token_count.completion": ("OI", None),
+    "llm.token_count.total": ("OI", None),
+    "llm.token_count.prompt_details.cache_read": ("OI", None),
+    "llm.token_count.prompt_details.cache_write": ("OI", None),
+    "llm.token_count.completion_details.reasoning": ("OI", None),
+    "llm.input_messages.N.message.role": ("OI", None),
+    "llm.input_messages.N.message.content": ("OI", None),
+    "input.value": ("OI", None), "input.mime_type": ("OI", None),
+    "output.value": ("OI", None), "output.mime_type": ("OI", None),
+    "metadata": ("OI", None),
+}
+
+
+def test_every_attribute_name_and_value_is_a_published_one(tmp_path: Path) -> None:
+    import re
+
+    db = tmp_path / "all.db"
+    for name in ("t8.json", "t8-buggy-app.json", "s1-error.json"):
+        assert run("replay", str(SEED / name), db=db)[0] == 0
+    real = REPO / "fixtures" / "real"
+    for i, capture in enumerate((GPT4O, real / "openai-responses" /
+                                 "reasoning-summary-o3-mini.sse")):
+        assert run("ingest", str(capture), "--attempt", f"real-{i}", db=db)[0] == 0
+    seen: dict[str, set] = {}
+    for span in all_spans_of(db, tmp_path, "--content"):
+        for key, value in attributes(span).items():
+            if not key.startswith("tracestore."):
+                seen.setdefault(re.sub(r"\.\d+\.", ".N.", key), set()).add(str(value))
+    assert set(seen) <= set(CONVENTIONS), set(seen) - set(CONVENTIONS)
+    for key, values in seen.items():
+        allowed = CONVENTIONS[key][1]
+        assert allowed is None or values <= allowed, (key, values - allowed)
+    assert seen["llm.provider"] == {"aws", "openai"}
+    assert seen["gen_ai.provider.name"] == {"aws.bedrock", "openai"}
 
 
 def test_an_unreachable_endpoint_is_a_typed_error(seed_db: Path) -> None:
@@ -303,3 +482,56 @@ def test_control_and_bidi_characters_reach_a_span_as_visible_escapes() -> None:
     assert inert({"gen_ai.output.messages": [hostile, 3]}) == {
         "gen_ai.output.messages": [inert(hostile), 3]}
     assert inert("\ud800") == "\ufffd"
+
+
+def test_each_turn_is_a_root_span_that_says_how_it_ended(seed_db: Path, tmp_path: Path) -> None:
+    """The turn's root span: OK only when an answer was released and the audit found no
+    violation; its attempts hang under it, a retry linked to the attempt it replaces."""
+    db = tmp_path / "turns.db"
+    for name in ("t8.json", "t8-buggy-app.json", "s1-error.json"):
+        assert run("replay", str(SEED / name), db=db)[0] == 0
+    steps = [{"open": "r", "attempt": "halt", "api": "bedrock-converse-stream"},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}},
+             {"reader": "r", "event": {"contentBlockDelta": {
+                 "contentBlockIndex": 0, "delta": {"text": "Half an ans"}}}},
+             {"reader": "r", "local": "stop"}]
+    (tmp_path / "halt.json").write_text(json.dumps({"trace": "halt", "steps": steps}))
+    assert run("replay", str(tmp_path / "halt.json"), db=db)[0] == 0
+    turns, attempts = split_turns(all_spans_of(db, tmp_path))
+    assert {t: (s["name"], s["status"]) for t, s in turns.items()} == {
+        "t8": ("turn t8", {"code": 1}),
+        "t8-buggy-app": ("turn t8-buggy-app", {"code": 2, "message": (
+            "violation: answer_mismatch, old_attempt_text_in_answer, "
+            "duplicate_history_entry")}),
+        "s1-error": ("turn s1-error", {"code": 2, "message": "failed: " + attributes(
+            attempts["s1-error"])["tracestore.release.reasons"][0]}),
+        "halt": ("turn halt", {"code": 2, "message": "stopped: local_stop_before_release"}),
+    }
+    root = turns["t8"]
+    assert "parentSpanId" not in root
+    assert {a: s.get("parentSpanId") for a, s in attempts.items()
+            if a.startswith("t8-")} == {"t8-old": root["spanId"], "t8-new": root["spanId"]}
+    assert {s["traceId"] for a, s in attempts.items() if a.startswith("t8-")} == {
+        root["traceId"]}
+    # Attempt statuses: released OK, stopped UNSET (the user's choice), failed ERROR.
+    assert (attempts["t8-new"]["status"], attempts["t8-old"].get("status", {}),
+            attempts["halt"].get("status", {}), attempts["s1-error"]["status"]["code"]) == (
+        {"code": 1}, {}, {}, 2)
+    [link] = attempts["t8-new"]["links"]
+    assert (link["spanId"], attributes(attempts["t8-new"])["tracestore.retry_of"]) == (
+        attempts["t8-old"]["spanId"], "t8-old")
+    a = attributes(root)
+    assert (a["openinference.span.kind"], a["gen_ai.conversation.id"],
+            a["tracestore.turn.status"], a["tracestore.turn.attempt_id"],
+            a["tracestore.turn.attempts"], a["tracestore.audit.violations"]) == (
+        "CHAIN", "t8", "released", "t8-new", "2", [])
+    buggy = turns["t8-buggy-app"]
+    assert [(e["name"], attributes(e)["tracestore.code"]) for e in buggy["events"]] == [
+        ("tracestore.violation", "answer_mismatch"),
+        ("tracestore.violation", "old_attempt_text_in_answer"),
+        ("tracestore.violation", "duplicate_history_entry")]
+    # The root spans the attempts under it.
+    assert int(root["startTimeUnixNano"]) == min(
+        int(s["startTimeUnixNano"]) for a, s in attempts.items() if a.startswith("t8-"))
+    assert int(root["endTimeUnixNano"]) == max(
+        int(s["endTimeUnixNano"]) for a, s in attempts.items() if a.startswith("t8-"))

@@ -11,7 +11,8 @@ import enum
 import io
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from collections.abc import Callable
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -39,7 +40,8 @@ class Annotations(str, enum.Enum):
 def export(
     fmt: Annotated[ExportFormat, typer.Option(
         "--format", help="jsonl: every event as stored (import reads it back); "
-                         "otlp: OpenTelemetry spans, one per attempt.")] = ExportFormat.jsonl,
+                         "otlp: OpenTelemetry spans, a root per turn and one per "
+                         "attempt under it.")] = ExportFormat.jsonl,
     trace: Annotated[Optional[str], typer.Option(
         "--trace", metavar="TRACE", show_default=False, help="Only this trace.")] = None,
     out: Annotated[Optional[Path], typer.Option(
@@ -115,7 +117,8 @@ def export(
                                 resource=resource)
             lost = dropped(spans)
             if endpoint is not None:
-                send_otlp_http(spans, endpoint, headers=headers)
+                send_otlp_http(spans, endpoint, headers=headers,
+                               report=_report_retry(as_json))
                 if annotate is Annotations.phoenix:
                     from tracestore.export.phoenix import annotations, post_annotations
 
@@ -140,6 +143,20 @@ def export(
         if annotated is not None:
             note += f" and {annotated} review annotations"
         err_console.print(term_text(f"exported {count} {what} to {where}{note}"))
+
+
+def _report_retry(as_json: bool) -> Callable[[dict[str, Any]], None]:
+    """Each retry of a post as one line on standard error (a JSON object with --json)."""
+    import json
+
+    def report(retry: dict[str, Any]) -> None:
+        if as_json:
+            sys.stderr.write(json.dumps(retry, ensure_ascii=False) + "\n")
+            return
+        err_console.print(term_text(
+            f"retry {retry['retry']}/{retry['of']}: the OTLP endpoint {retry['endpoint']} "
+            f"answered {retry['reason']}; trying again in {retry['wait_s']:g} s"))
+    return report
 
 
 def _check_endpoint(endpoint: str) -> None:

@@ -1,4 +1,4 @@
-"""OpenTelemetry export: one span per attempt (issue 23: spans that carry the story).
+"""OpenTelemetry export: one root span per turn, one child span per attempt.
 
 Spans are built with the official SDK and encoded by the official OTLP encoder, so any
 OTLP receiver reads them: ``otlp_json_lines`` writes OTLP/JSON lines (the shape the
@@ -8,10 +8,12 @@ OpenInference / ``tracestore.*`` attributes; ``otlp_events`` summarizes the fram
 events without losing any.
 
 Ids are derived from the log (sha256 of the trace / attempt id), so the same log exports to
-the same ids; all attempts of one trace share one OTel trace id and a retry links to the
-attempt it retries.  A span runs from the attempt's first to its last frame (the
-application's observed times when recorded, else the store's recorded-at times); events
-carry their own times and ``tracestore.position`` orders them.  Lone surrogates become
+the same ids; all attempts of one trace share one OTel trace id, hang under the turn's root
+span (``turn <trace id>``: status OK only when the turn released an answer and the audit
+found no violation) and a retry links to the attempt it retries.  Times are only ever real ones (``real_times``): a live recording's
+attempt runs from its start to its drain, with a ``First Token Stream Event`` at the first
+text; a file ingest or replay has no timing, so its spans are one instant marked
+``tracestore.timing = "not recorded"``.  ``tracestore.position`` orders the events.  Lone surrogates become
 U+FFFD before anything is decided, digested or encoded.
 """
 
@@ -33,19 +35,43 @@ def _id(kind: str, name: str, size: int) -> int:
     return value or 1  # an all-zero id is invalid in OTel
 
 
-def _nanos(stored: StoredEvent) -> int:
+def _stamp(when: Any) -> int:
     import datetime as dt
 
-    observed = getattr(stored.event, "observed_at", None)
-    when = stored.recorded_at
-    if observed:
-        try:
-            when = dt.datetime.fromisoformat(observed.replace("Z", "+00:00"))
-        except ValueError:
-            pass  # an unparseable application time: fall back to the store's
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.timezone.utc)
     return int(when.timestamp() * 1_000_000) * 1000
+
+
+def _observed(stored: StoredEvent) -> int | None:
+    """The application's observed time of the event (``observed_at``), None when absent."""
+    import datetime as dt
+
+    observed = getattr(stored.event, "observed_at", None)
+    if not observed:
+        return None
+    try:
+        return _stamp(dt.datetime.fromisoformat(observed.replace("Z", "+00:00")))
+    except ValueError:
+        return None  # an unparseable application time is no time
+
+
+def real_times(mine: Sequence[StoredEvent]) -> dict[int, int]:
+    """Position → the real time of each of the attempt's events that has one.
+
+    A real time is the application's observed time, or -- in a live recording, whose
+    frames the store appends chunk by chunk as they arrive (``capture.segment`` events) --
+    the store's recorded time.  A file ingest or replay appends everything at once: its
+    recorded times are the command's, not the stream's, and count for nothing."""
+    live = any(e.type == "capture.segment" for e in mine)
+    out = {}
+    for stored in mine:
+        when = _observed(stored)
+        if when is None and live:
+            when = _stamp(stored.recorded_at)
+        if when is not None:
+            out[stored.position] = when
+    return out
 
 
 class _Ids:
@@ -105,11 +131,7 @@ def build_spans(events: Sequence[StoredEvent], *, redact: bool = False, content:
     for trace_id, mine in by_trace.items():
         if trace_id is None:
             continue
-        for decision in decide_all(mine, trace_id):
-            view = project_attempt(mine, decision.attempt_id)
-            ids.trace_id = _id("trace", trace_id, 16)
-            ids.span_id = _id("attempt", decision.attempt_id, 8)
-            _attempt_span(tracer, mine, view, decision, mode)
+        _turn(tracer, ids, trace_id, mine, mode)
     provider.shutdown()
     return list(memory.get_finished_spans())
 
@@ -166,11 +188,93 @@ def _without_surrogates(stored: StoredEvent) -> StoredEvent:
     return dataclasses.replace(stored, event=event.model_copy(update=updates))
 
 
+def _turn(tracer: Any, ids: _Ids, trace_id: str, mine: Sequence[StoredEvent], mode: Any
+          ) -> None:
+    """One trace: the attempts' spans as children of one root span that says how the turn
+    ended (the released answer, or why there is none, and every audit violation)."""
+    from opentelemetry import trace as otel
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    from tracestore.projections.destinations import audit
+
+    decisions = decide_all(mine, trace_id)
+    if not decisions:
+        return
+    violations = audit(mine, trace_id=trace_id).violations
+    ids.trace_id = _id("trace", trace_id, 16)
+    root = SpanContext(ids.trace_id, _id("turn", trace_id, 8), is_remote=False,
+                       trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    parent = otel.set_span_in_context(NonRecordingSpan(root))
+    times = []
+    for decision in decisions:
+        view = project_attempt(mine, decision.attempt_id)
+        ids.span_id = _id("attempt", decision.attempt_id, 8)
+        times.append(_attempt_span(tracer, mine, view, decision, mode, parent))
+    ids.span_id = root.span_id
+    _turn_span(tracer, trace_id, mine, decisions, violations, times, mode)
+
+
+def turn_outcome(decisions: Sequence[ReleaseDecision], violations: Sequence[Any]
+                 ) -> tuple[ReleaseDecision, str | None]:
+    """The attempt that stands for the turn (the released one, else the last opened) and
+    the root span's error message (None when the turn released an answer cleanly)."""
+    released = next((d for d in decisions if d.status == "released"), None)
+    outcome = released or decisions[-1]
+    problems = []
+    if released is None:
+        reason = outcome.reasons[0] if outcome.reasons else "no_reason_recorded"
+        problems.append(f"{outcome.status}: {reason}")
+    codes = list(dict.fromkeys(v.code for v in violations))
+    if codes:
+        problems.append("violation: " + ", ".join(codes))
+    return outcome, "; ".join(problems) or None
+
+
+def _turn_span(tracer: Any, trace_id: str, mine: Sequence[StoredEvent],
+               decisions: Sequence[ReleaseDecision], violations: Sequence[Any],
+               times: Sequence[tuple[int, int]], mode: Any) -> None:
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    from tracestore.export.otlp_events import Content
+
+    outcome, problem = turn_outcome(decisions, violations)
+    released = outcome.status == "released"
+    attrs: dict[str, Any] = {
+        "openinference.span.kind": "CHAIN", "gen_ai.conversation.id": trace_id,
+        "tracestore.trace_id": trace_id, "tracestore.turn.status": outcome.status,
+        "tracestore.turn.attempt_id": outcome.attempt_id,
+        "tracestore.turn.attempts": len(decisions),
+        "tracestore.turn.released": released,
+        "tracestore.audit.violations": [v.code for v in violations],
+        "metadata": json.dumps({
+            "turn_status": outcome.status, "released": released,
+            "attempt_id": outcome.attempt_id,
+            "violations": [v.code for v in violations]}, ensure_ascii=False),
+    }
+    if released and mode is Content.full and outcome.answer is not None:
+        attrs["output.value"] = outcome.answer
+        attrs["output.mime_type"] = "text/plain"
+    start = min(s for s, _ in times)
+    end = max(e for _, e in times)
+    span = tracer.start_span(inert(f"turn {trace_id}"), kind=SpanKind.INTERNAL,
+                             start_time=start, attributes=inert(attrs))
+    for v in violations:
+        span.add_event("tracestore.violation", inert({
+            "tracestore.code": v.code, "tracestore.attempt_id": v.attempt_id,
+            "tracestore.destination": v.destination, "tracestore.position": v.position}),
+            timestamp=start)
+    if problem is None:
+        span.set_status(Status(StatusCode.OK))
+    else:
+        span.set_status(Status(StatusCode.ERROR, clean(problem)))
+    span.end(end_time=end)
+
+
 def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
-                  decision: ReleaseDecision, mode: Any) -> None:
+                  decision: ReleaseDecision, mode: Any, parent: Any) -> tuple[int, int]:
     from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-    from tracestore.export.otlp_attrs import span_attributes, span_name
+    from tracestore.export.otlp_attrs import ERROR_STATUSES, span_attributes, span_name
     from tracestore.export.otlp_events import observe, summarize
     from tracestore.export.redact import Redactor
     from tracestore.projections import reasons as R
@@ -186,24 +290,50 @@ def _attempt_span(tracer: Any, events: Sequence[StoredEvent], view: AttemptView,
                                       _id("attempt", view.retry_of, 8), is_remote=False,
                                       trace_flags=TraceFlags(TraceFlags.SAMPLED)),
                           {"tracestore.link": "retry_of"}))
-    timed = frames or mine[:1]  # the stream's own time: first to last frame
-    start, end = _nanos(timed[0]), max(_nanos(e) for e in timed)
     attrs = span_attributes(mine, frames, observed, view, decision, mode, redactor)
+    times = real_times(mine)
     first_text = next((f for f in frames if any(
         o.kind == "text_delta" and o.text for o in observed.get(f.position, []))), None)
-    if first_text is not None and mine[0].type == "attempt.started":
-        ttft = (_nanos(first_text) - _nanos(mine[0])) / 1e6
-        attrs["tracestore.time_to_first_token_ms"] = max(ttft, 0.0)
-    span = tracer.start_span(inert(span_name(mine, frames)), kind=SpanKind.CLIENT,
-                             start_time=start, links=links, attributes=inert(attrs))
+    if times:
+        attrs["tracestore.timing"] = "recorded"
+        opened = times.get(mine[0].position) if mine[0].type == "attempt.started" else None
+        start = opened if opened is not None else min(times.values())
+        drain = next((times[e.position] for e in mine
+                      if e.type == "transport.drained" and e.position in times), None)
+        framed = [times[f.position] for f in frames if f.position in times]
+        end = drain if drain is not None else max(framed or [start])
+        first = times.get(first_text.position) if first_text is not None else None
+        if first is not None and opened is not None:
+            attrs["gen_ai.response.time_to_first_chunk"] = max(first - opened, 0) / 1e9
+            attrs["tracestore.time_to_first_token_ms"] = max(first - opened, 0) / 1e6
+    else:
+        # No real time: one instant (the recording's), never a gap between two commands.
+        attrs["tracestore.timing"] = "not recorded"
+        start = end = _stamp(mine[0].recorded_at)
+        first = None
+    span = tracer.start_span(inert(span_name(mine, frames)), context=parent,
+                             kind=SpanKind.CLIENT, start_time=start, links=links,
+                             attributes=inert(attrs))
+    if first is not None:
+        # OpenInference's streaming marker (the GenAI conventions define no span event).
+        span.add_event("First Token Stream Event", timestamp=first)
+    # An event with no real time of its own sits at the last real time before it in the
+    # log, so the span's events stay in log order on one clock.
+    when = start
+    at = {}
+    for stored in mine:
+        when = times.get(stored.position, when)
+        at[stored.position] = when
     for item in summarize(mine, observed, mode, redactor):
-        span.add_event(item.name, inert(item.attributes), timestamp=_nanos(item.stored))
-    if decision.status in (R.FAILED, R.INTERRUPTED):
+        span.add_event(item.name, inert(item.attributes), timestamp=at[item.stored.position])
+    if decision.status in ERROR_STATUSES:
         span.set_status(Status(StatusCode.ERROR, clean(
             f"{decision.status}: {', '.join(decision.reasons)}")))
     elif decision.status == R.RELEASED:
         span.set_status(Status(StatusCode.OK))
-    span.end(end_time=max(end, start))
+    end = max(end, start)
+    span.end(end_time=end)
+    return start, end
 
 
 def otlp_json_lines(spans: Sequence[Any]) -> str:

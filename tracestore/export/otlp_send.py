@@ -7,15 +7,17 @@
 - resource: ``service.name=tracestore`` and the version, then ``OTEL_RESOURCE_ATTRIBUTES``,
   then ``OTEL_SERVICE_NAME``, then ``--service-name``.
 
-Spans are encoded by the official OTLP encoder and posted as OTLP/HTTP protobuf; a refusal
-raises ``TracestoreError(code="export_failed")`` naming the HTTP status and the first line
-of the body (escaped: it is the receiver's text, not ours).
+Spans are encoded by the official OTLP encoder and posted as OTLP/HTTP protobuf.  A
+receiver that is busy or still starting (a timeout, HTTP 429/502/503/504) gets the post
+again with exponential backoff, a bounded number of times; a refusal raises
+``TracestoreError(code="export_failed")`` naming the HTTP status, the first line of the body
+(escaped: it is the receiver's text, not ours) and the number of tries.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
@@ -85,22 +87,87 @@ def first_line(body: bytes, limit: int = 200) -> str:
     return json.dumps(line, ensure_ascii=False)[1:-1]
 
 
+#: Replies that say "not now" rather than "no": the post is tried again.
+RETRYABLE_STATUSES = frozenset({429, 502, 503, 504})
+#: At most this many posts; the waits between them double from the base (environment
+#: ``TRACESTORE_OTLP_RETRY_BASE``, seconds) and together stay under ``MAX_WAIT`` seconds.
+TRIES = 5
+RETRY_BASE = 1.0
+MAX_WAIT = 30.0
+
+
+def retry_base(env: Mapping[str, str] = os.environ) -> float:
+    text = env.get("TRACESTORE_OTLP_RETRY_BASE", "")
+    try:
+        value = float(text) if text else RETRY_BASE
+    except ValueError:
+        raise InputError(f"TRACESTORE_OTLP_RETRY_BASE takes seconds, got {text!r}",
+                         code="invalid_option") from None
+    return max(value, 0.0)
+
+
+def _retry_after(reply: Any) -> float | None:
+    """A ``Retry-After`` of delay-seconds (an HTTP date is not read: the backoff stands)."""
+    text = reply.headers.get("retry-after", "").strip()
+    return float(text) if text.isdigit() else None
+
+
 def send_otlp_http(spans: Sequence[Any], endpoint: str, *,
-                   headers: Mapping[str, str] | None = None, timeout: float = 10.0) -> None:
-    """Post the spans to an OTLP/HTTP endpoint (``…/v1/traces``); raise when refused."""
+                   headers: Mapping[str, str] | None = None, timeout: float = 10.0,
+                   tries: int = TRIES, base: float | None = None, max_wait: float = MAX_WAIT,
+                   report: Callable[[dict[str, Any]], None] | None = None,
+                   sleep: Callable[[float], None] | None = None) -> int:
+    """Post the spans to an OTLP/HTTP endpoint (``…/v1/traces``); the number of posts made.
+
+    A timed-out post or a 429/502/503/504 reply is tried again, up to ``tries`` posts,
+    waiting ``base`` × 2ⁿ seconds (a ``Retry-After`` in seconds instead, when the receiver
+    sends one), all waits together capped at ``max_wait``; ``report`` hears of each retry.
+    Any other refusal, an unreachable endpoint, or the last retryable failure raises
+    ``export_failed``."""
+    import time
+
     import httpx
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
     body = encode_spans(list(spans)).SerializeToString()
     sent = {"Content-Type": "application/x-protobuf", **(headers or {})}
-    try:
-        reply = httpx.post(endpoint, content=body, headers=sent, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise TracestoreError(f"the OTLP endpoint {endpoint} could not be reached: "
-                              f"{type(exc).__name__}: {first_line(str(exc).encode())}",
-                              code="export_failed") from None
-    if not 200 <= reply.status_code < 300:
-        raise TracestoreError(
-            f"the OTLP endpoint {endpoint} refused the {len(spans)} spans: HTTP "
-            f"{reply.status_code}: {first_line(reply.content) or '(empty body)'}",
-            code="export_failed", http_status=reply.status_code)
+    base = retry_base() if base is None else base
+    waited = 0.0
+    for attempt in range(1, tries + 1):
+        reply, why, hint = None, "", None
+        try:
+            reply = httpx.post(endpoint, content=body, headers=sent, timeout=timeout)
+        except httpx.TimeoutException as exc:
+            why = f"timed out ({type(exc).__name__})"
+        except httpx.HTTPError as exc:
+            raise TracestoreError(f"the OTLP endpoint {endpoint} could not be reached: "
+                                  f"{type(exc).__name__}: {first_line(str(exc).encode())}",
+                                  code="export_failed", tries=attempt) from None
+        if reply is not None:
+            if 200 <= reply.status_code < 300:
+                return attempt
+            if reply.status_code not in RETRYABLE_STATUSES:
+                raise _refused(spans, endpoint, reply, attempt)
+            why, hint = f"HTTP {reply.status_code}", _retry_after(reply)
+        delay = min(hint if hint is not None else base * 2 ** (attempt - 1),
+                    max_wait - waited)
+        if attempt == tries or delay < 0 or waited >= max_wait:
+            if reply is not None:
+                raise _refused(spans, endpoint, reply, attempt)
+            raise TracestoreError(f"the OTLP endpoint {endpoint} did not answer in "
+                                  f"{timeout:g} s, {attempt} tries", code="export_failed",
+                                  tries=attempt)
+        if report is not None:
+            report({"retry": attempt, "of": tries - 1, "endpoint": endpoint, "reason": why,
+                    "wait_s": round(delay, 3)})
+        (sleep or time.sleep)(delay)
+        waited += delay
+    raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _refused(spans: Sequence[Any], endpoint: str, reply: Any, tries: int) -> TracestoreError:
+    after = f" ({tries} tries)" if tries > 1 else ""
+    return TracestoreError(
+        f"the OTLP endpoint {endpoint} refused the {len(spans)} spans: HTTP "
+        f"{reply.status_code}: {first_line(reply.content) or '(empty body)'}{after}",
+        code="export_failed", http_status=reply.status_code, tries=tries)
