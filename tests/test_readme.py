@@ -113,7 +113,7 @@ def test_every_console_line_runs_and_shows_what_the_page_says(fresh_store: Path,
         # Files the walkthrough writes (report --html, reviewer keys) go to the test's
         # folder, not the repo.
         args = [str(fresh_store.parent / a)
-                if prev in ("--html", "--out", "--key", "--public-key", "keygen") else a
+                if prev in ("--html", "--out", "--key", "--by-key", "--public-key", "keygen") else a
                 for prev, a in zip(["", *args], args)]
         result = runner.invoke(app, args)
         assert result.exit_code == 0, (args, result.output)

@@ -25,12 +25,18 @@ def db(tmp_path: Path) -> Path:
 
 
 def keys(tmp_path: Path, db: Path, *names: str) -> dict[str, Path]:
+    """The store's owner registers first (the root of trust); each reviewer's registration
+    is then signed by the owner's key."""
     made = {}
+    owner = tmp_path / "owner.key"
+    if not owner.exists():
+        assert runner.invoke(app, ["reviewer", "keygen", str(owner)]).exit_code == 0
+        assert run("reviewer", "add", "owner", "--public-key", f"{owner}.pub", db=db)[0] == 0
     for name in names:
         key = tmp_path / f"{name}.key"
         assert runner.invoke(app, ["reviewer", "keygen", str(key)]).exit_code == 0
-        code, out, _ = run("reviewer", "add", name, "--public-key", f"{key}.pub", "--json",
-                           db=db)
+        code, out, _ = run("reviewer", "add", name, "--public-key", f"{key}.pub",
+                           "--by-key", str(owner), "--json", db=db)
         assert code == 0 and json.loads(out)["name"] == name
         made[name] = key
     return made

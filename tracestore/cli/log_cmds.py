@@ -235,12 +235,19 @@ def verify(
                    "reviews_checked": reviews.checked if reviews else 0,
                    "first_bad_review_position": reviews.position if reviews else None,
                    "review_reason": reviews.reason if reviews else None,
+                   "review_problem": reviews.kind if reviews and not reviews.ok else None,
                    "missing": list(result.missing)})
         if not result.ok:
             raise typer.Exit(ChainBroken.exit_code)
         if reviews is not None and not reviews.ok:
             raise typer.Exit(ReviewSignatureInvalid.exit_code)
         return
+    if result.ok and reviews is not None and not reviews.ok and reviews.kind == "registration":
+        assert reviews.position is not None
+        raise ReviewSignatureInvalid(
+            f"reviewer registration not vouched for at position {reviews.position}: "
+            f"{reviews.reason} (the chain holds)", position=reviews.position,
+            code="reviewer_registration_invalid")
     if result.ok and reviews is not None and not reviews.ok:
         assert reviews.position is not None
         raise ReviewSignatureInvalid(

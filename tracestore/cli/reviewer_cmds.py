@@ -50,23 +50,42 @@ def keygen(path: Annotated[Path, typer.Argument(help="Private key file to create
 def add(name: Annotated[str, typer.Argument(help="The reviewer's name, as records show it.")],
         public_key: Annotated[Path, typer.Option("--public-key", help="The reviewer's public "
                                                                       "key (PEM).")],
+        by_key: Annotated[Optional[Path], typer.Option(
+            "--by-key", metavar="FILE", help="An admin's private key, which signs this "
+            "registration (required once the store has a reviewer: the first one registered "
+            "is the store's owner).")] = None,
+        admin: Annotated[bool, typer.Option(
+            "--admin", help="This reviewer may register others too.")] = False,
         db: DbOption = None, as_json: JsonOption = False) -> None:
-    """Register a reviewer's public key (appends reviewer.added)."""
+    """Register a reviewer's public key (appends reviewer.added, signed by an admin)."""
     from tracestore.review.amend import check_reviewer
-    from tracestore.review.signing import plan_reviewer
+    from tracestore.review.signing import plan_reviewer, signing_key
 
     name = check_reviewer(name)
     pem = public_key.read_bytes()
+    signer = signing_key(by_key) if by_key is not None else None
     with open_store(db, create=False) as store:
         result = store.append_with(lambda view: ([plan_reviewer(
-            registry_in_view(view), name, pem)], []))
+            registry_in_view(view), name, pem, admin=admin, admin_key=signer)], []))
         registered = store.read(after=result.positions[0] - 1, limit=1)[0].event
+        by = _registrar(_registry(store), registered)
     if as_json:
-        emit_json({"name": name, "key_id": registered.key_id,
-                   "position": result.positions[0]})
+        emit_json({"name": name, "key_id": registered.key_id, "admin": registered.admin,
+                   "signed_by": registered.signed_by, "position": result.positions[0]})
         return
-    console.print(term_text(f"registered {name} (key {registered.key_id}) at "
+    console.print(term_text(f"registered {name} (key {registered.key_id}"
+                            f"{', admin' if registered.admin else ''}; {by}) at "
                             f"#{result.positions[0]}"))
+
+
+def _registrar(registry: Any, event: Any) -> str:
+    """Who vouched for a registration, in words."""
+    if event.signed_by is None:
+        if next(iter(registry.keys), None) == event.key_id:
+            return "the store's first key: its owner"
+        return "unsigned: registered before this store signed registrations"
+    holder = registry.keys.get(event.signed_by)
+    return f"registered by {holder.name if holder else '?'} (key {event.signed_by})"
 
 
 def registry_in_view(view: Any) -> Any:
@@ -81,13 +100,16 @@ def list_(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Registered reviewer keys and whether unsigned reviews are accepted."""
     with open_store(db, create=False) as store:
         registry = _registry(store)
-    rows = [{"name": e.name, "key_id": kid} for kid, e in registry.keys.items()]
+    rows = [{"name": e.name, "key_id": kid, "admin": kid in registry.admins,
+             "signed_by": e.signed_by} for kid, e in registry.keys.items()]
     if as_json:
         emit_json({"reviewers": rows, "unsigned_reviews":
                    "allowed" if registry.unsigned_allowed else "refused"})
         return
-    for row in rows:
-        console.print(term_text(f"{row['name']}  key {row['key_id']}"))
+    for kid, event in registry.keys.items():
+        role = "admin, " if kid in registry.admins else ""
+        console.print(term_text(f"{event.name}  key {kid}  ({role}"
+                                f"{_registrar(registry, event)})"))
     console.print(term_text("unsigned reviews: " + (
         "accepted (shown as unsigned)" if registry.unsigned_allowed else "refused")))
 

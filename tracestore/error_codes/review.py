@@ -71,3 +71,7 @@ REVIEWER_KEY_MISMATCH: Final = _code("reviewer_key_mismatch", 5, "The signing ke
     "to another reviewer.")
 KEY_ALREADY_REGISTERED: Final = _code("key_already_registered", 5, "The key is already "
     "registered.")
+REGISTRATION_SIGNATURE_REQUIRED: Final = _code("registration_signature_required", 5, "The "
+    "store has reviewers: a new registration must be signed by an admin's key (--by-key).")
+REGISTRATION_NOT_AUTHORIZED: Final = _code("registration_not_authorized", 5, "The key that "
+    "signed the registration is not a registered admin's.")

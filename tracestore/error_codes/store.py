@@ -38,6 +38,8 @@ CHAIN_BROKEN: Final = _code("chain_broken", 3, "The hash chain does not verify; 
     "the first broken event.")
 REVIEW_SIGNATURE_INVALID: Final = _code("review_signature_invalid", 3, "A review event's "
     "signature does not hold.")
+REVIEWER_REGISTRATION_INVALID: Final = _code("reviewer_registration_invalid", 3, "A reviewer "
+    "registration was not signed by an admin registered before it (or was edited after).")
 POSITION_OUT_OF_RANGE: Final = _code("position_out_of_range", 2, "A position option is outside "
     "the range of positions.")
 

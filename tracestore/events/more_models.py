@@ -206,7 +206,10 @@ class EvidenceAttached(_Event):
 
 
 class ReviewerAdded(_Event):
-    """A reviewer's Ed25519 public key registered with the store (issue 21)."""
+    """A reviewer's Ed25519 public key registered with the store.
+
+    The first key a store registers is its owner's, the root of trust; every later
+    registration is signed by an admin key registered before it (``signed_by``)."""
 
     type: Literal["reviewer.added"] = "reviewer.added"
     name: str
@@ -214,6 +217,12 @@ class ReviewerAdded(_Event):
     "sha256 of the raw public key, first 16 hex digits."
     public_key: str
     "The public key as PEM (SubjectPublicKeyInfo)."
+    admin: bool = False
+    "Whether this key may register (sign the registration of) other reviewers."
+    signed_by: str | None = None
+    "The key id of the admin who signed this registration (None: the store's first key)."
+    signature: str | None = None
+    "Ed25519 signature by ``signed_by`` over the registration without this field."
 
 
 class StoreSetting(_Event):

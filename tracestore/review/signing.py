@@ -147,11 +147,19 @@ class Registry:
     "key id → its registration."
     unsigned: str | None = None
     "The latest ``unsigned_reviews`` setting (None: never set)."
+    admins: set[str] = field(default_factory=set)
+    "Key ids that may register reviewers: the store's first key and those marked admin."
+    signed_registrations: bool = False
+    "Whether any registration so far was signed by an admin (then every later one must be)."
 
     def add(self, stored: StoredEvent) -> None:
         event = stored.event
         kind = getattr(event, "type", None)  # by type string: see the import above
         if kind == "reviewer.added":
+            if not self.keys or getattr(event, "admin", False):
+                self.admins.add(event.key_id)
+            if getattr(event, "signature", None):
+                self.signed_registrations = True
             self.keys[event.key_id] = event
         elif kind == "store.setting" and event.name == UNSIGNED_SETTING:
             self.unsigned = event.value
@@ -200,16 +208,24 @@ def require_unsigned_allowed(registry: Registry) -> None:
                           code="signature_required")
 
 
-def plan_reviewer(registry: Registry, name: str, pem: bytes) -> NewEvent:
+def plan_reviewer(registry: Registry, name: str, pem: bytes, *, admin: bool = False,
+                  admin_key: Any | None = None) -> NewEvent:
+    """A registration: the store's first key unsigned (its owner, an admin), every later
+    one signed by ``admin_key`` (``review.registration``)."""
     from tracestore.events import ReviewerAdded
+    from tracestore.review.registration import authorize, sign_registration
 
     key = public_of(load_key(pem, what="public key"))
     kid = key_id(key)
     if kid in registry.keys:
         raise ReviewError(f"key {kid} is already registered to {registry.keys[kid].name}",
                           code="key_already_registered", key_id=kid)
-    return NewEvent(REVIEWERS_STREAM, ReviewerAdded(name=name, key_id=kid,
-                                                   public_key=public_pem(key)))
+    signer = authorize(registry, admin_key, admin=admin)
+    event = ReviewerAdded(name=name, key_id=kid, public_key=public_pem(key),
+                          admin=admin or not registry.keys)
+    if signer is not None:
+        event = sign_registration(event, signer)
+    return NewEvent(REVIEWERS_STREAM, event)
 
 
 def plan_setting(value: str, by: str | None, reason: str | None) -> NewEvent:
@@ -228,6 +244,8 @@ class SignatureCheck:
     checked: int
     position: int | None = None
     reason: str | None = None
+    kind: str = "review"
+    "What failed at ``position``: a ``review`` signature or a reviewer ``registration``."
 
 
 def check_signatures(events: Sequence[StoredEvent]) -> SignatureCheck:
@@ -235,12 +253,18 @@ def check_signatures(events: Sequence[StoredEvent]) -> SignatureCheck:
 
     ``events`` are the registry and review events in position order.  The first bad one
     (a signature over other content, a key not registered then, a name the key is not
-    registered to, or an unsigned review where the store required signatures) is named."""
+    registered to, or an unsigned review where the store required signatures) is named,
+    and so is the first registration no admin signed (``review.registration``)."""
     from tracestore.review.context import reviewer_key
+    from tracestore.review.registration import check_registration
 
     registry, checked = Registry(), 0
     for stored in events:
         event = stored.event
+        if stored.type == "reviewer.added":
+            problem = check_registration(registry, event)
+            if problem is not None:
+                return SignatureCheck(False, checked, stored.position, problem, "registration")
         if stored.type not in SIGNED_TYPES:
             registry.add(stored)
             continue
