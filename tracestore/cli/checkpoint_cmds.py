@@ -42,7 +42,8 @@ def checkpoint(
     if generate_key is not None:
         public = ck.write_key_pair(generate_key)
         if as_json:  # the keys as `reviewer keygen --json` names them (docs/json.md)
-            kid = ck._key_id(ck.load_ed25519_pem(public.read_bytes()))
+            kid = ck._key_id(ck.load_ed25519_pem(
+                ck.read_small(public, "public key", "key_unreadable")))
             emit_json({"private_key": str(generate_key), "public_key": str(public),
                        "key_id": kid})
             return

@@ -38,9 +38,11 @@ def proxy(
     host, port = parse_listen(listen)
     task = None
     if task_file is not None:
+        from tracestore.cli.store_cmds import read_input
+
         try:
-            task = json.loads(task_file.read_text(encoding="utf-8"))
-        except ValueError as exc:
+            task = json.loads(read_input(task_file))
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"{task_file} is not JSON: {exc}", code="invalid_task") from exc
     try:
         from tracestore.proxy.app import proxy_app
