@@ -54,9 +54,10 @@ def checkpoint(
         if not result.ok:
             from tracestore.errors import ChainBroken
 
-            raise ChainBroken(f"refusing to sign: chain broken at position "
+            code = "blob_damaged" if result.code == "blob_damaged" else "chain_broken"
+            raise ChainBroken(f"refusing to sign: {code.replace('_', ' ')} at position "
                               f"{result.first_broken_position}: {result.reason}",
-                              position=result.first_broken_position or 0)
+                              position=result.first_broken_position or 0, code=code)
     signed = ck.sign(result.count, result.head_hash, utc_now(), key)
     if out is None:
         emit_json(signed.to_dict())

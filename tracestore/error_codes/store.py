@@ -36,6 +36,8 @@ EXPECTED_VERSION_CONFLICT: Final = _code("expected_version_conflict", 3, "An app
     "stale expected stream version (another writer appended first).")
 CHAIN_BROKEN: Final = _code("chain_broken", 3, "The hash chain does not verify; position names "
     "the first broken event.")
+BLOB_DAMAGED: Final = _code("blob_damaged", 3, "A stored capture's row is not bytes of its "
+    "recorded size (stored as text, a number or NULL); position names the event naming it.")
 REVIEW_SIGNATURE_INVALID: Final = _code("review_signature_invalid", 3, "A review event's "
     "signature does not hold.")
 POSITION_OUT_OF_RANGE: Final = _code("position_out_of_range", 2, "A position option is outside "
