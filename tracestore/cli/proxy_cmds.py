@@ -27,6 +27,10 @@ def proxy(
     timeout: Annotated[float, typer.Option(
         "--upstream-timeout", metavar="SECONDS",
         help="Longest wait for the upstream's next bytes.")] = 600.0,
+    secret_field: Annotated[Optional[list[str]], typer.Option(
+        "--secret-field", metavar="NAME",
+        help="Never store the value of request fields with this name either (repeatable; "
+             "added to api_key, token, password … and $TRACESTORE_SECRET_FIELDS).")] = None,
     db: DbOption = None,
 ) -> None:
     """Forward requests to the upstream byte for byte and record every streamed response."""
@@ -53,7 +57,7 @@ def proxy(
     from tracestore.recording.recorder import Recorder, as_task_rule
 
     rule = as_task_rule(task)
-    with Recorder(db) as recorder:  # an unreachable database fails here, before serving
+    with Recorder(db, secret_fields=secret_field or ()) as recorder:  # an unreachable database fails here, before serving
         recording = ProxyRecording(recorder, task=rule)
         application = proxy_app(routes, recording, timeout=timeout)
         shown = ", ".join(f"{p or '/'} -> {u}" for p, u in routes)

@@ -57,6 +57,8 @@ class BodyAttempt:
         self.dead = False
         self.key: int | None = None
         "This attempt's key in the process writer's journal (once opened there)."
+        self.secret_fields: frozenset[str] | None = None
+        "Its recorder's secret field names, once opened in the process writer's journal."
         self.wire: tuple[Any, Any] = (None, None)
         "The request and response headers, for the process writer's opening record."
         self.handle, self.retry_of = owner.assign(self)
@@ -215,7 +217,11 @@ class BodyAttempt:
         detail = f"{type(exc).__name__}: {exc}"[:500]
         outcome = "reset" if isinstance(exc, self.owner.broken) else "error"
         if self.owner.process is not None:
-            self._journal_end(("drain", outcome, detail))
+            from tracestore.text.redaction import redact_text, secret_fields
+
+            self._journaled()  # opened first: its recorder names the fields to redact
+            self._journal_end(("drain", outcome, redact_text(
+                detail, self.secret_fields or secret_fields())))
             return
         self._end(lambda: self.recorder.drain(outcome, detail))
 
