@@ -200,3 +200,26 @@ def test_a_replayed_scenario_stores_its_request_redacted() -> None:
     (started,) = [e.event for e in events if e.event.type == "attempt.started"]
     assert started.request == {"modelId": "nova", "api_key": REDACTED,
                                "auth": {"Token": REDACTED}}
+
+
+def test_a_broken_transport_message_is_redacted_before_the_journal(tmp_path: Path) -> None:
+    from tracestore.recording.body import BodyAttempt, BodyRecording
+    from tracestore.recording.process import ProcessWriter
+
+    db = tmp_path / "j.db"
+    capture = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "anthropic" / \
+        "text-basic.sse"
+    with Recorder(f"sqlite:///{db}") as rec:
+        owner = BodyRecording(rec.trace("q"), ())
+        owner.process = ProcessWriter(owner)
+        attempt = owner.track(BodyAttempt(owner, "anthropic-messages", "sse", {}))
+        attempt.received(capture.read_bytes()[:200])
+        attempt.broke(OSError(f"POST https://h/v1/messages?key={QUERY_KEY} was reset"))
+        owner.flush()
+        journal = _stored_bytes(Path(owner.process._dir))
+        owner.stop_writer()
+        (drained,) = [e.event for e in rec.store.read(trace_id="q")
+                      if e.type == "transport.drained"]
+    assert QUERY_KEY.encode() not in journal and REDACTED.encode() in journal
+    assert drained.detail == f"OSError: POST https://h/v1/messages?key={REDACTED} was reset"
+    assert QUERY_KEY.encode() not in _stored_bytes(db)

@@ -217,13 +217,21 @@ class BodyAttempt:
         detail = f"{type(exc).__name__}: {exc}"[:500]
         outcome = "reset" if isinstance(exc, self.owner.broken) else "error"
         if self.owner.process is not None:
-            from tracestore.text.redaction import redact_text, secret_fields
+            from tracestore.text.redaction import redact_text
 
-            self._journaled()  # opened first: its recorder names the fields to redact
-            self._journal_end(("drain", outcome, redact_text(
-                detail, self.secret_fields or secret_fields())))
+            self._journal_end(("drain", outcome, redact_text(detail, self._secret_fields())))
             return
         self._end(lambda: self.recorder.drain(outcome, detail))
+
+    def _secret_fields(self) -> frozenset[str]:
+        """The recorder's secret field names: known once the attempt is journaled, else
+        its transport's trace's recorder's, else the defaults (``secret_fields()``)."""
+        from tracestore.text.redaction import secret_fields
+
+        if self.secret_fields is not None:
+            return self.secret_fields
+        recorder = getattr(getattr(self.owner, "trace", None), "recorder", None)
+        return getattr(recorder, "secret_fields", None) or secret_fields()
 
     def closed_early(self) -> None:
         """The application closed the body before reading it to its end: after the native
