@@ -55,6 +55,12 @@ DAMAGE: dict[str, tuple[list[str], int, str, str]] = {
     "payload not UTF-8": (
         ["UPDATE ts_events SET payload = CAST(X'7b22ff227d' AS TEXT) WHERE position = 5"],
         5, "chain_broken", "payload is not valid UTF-8"),
+    "id stored as a blob of the same bytes": (
+        ["UPDATE ts_events SET id = CAST(id AS BLOB) WHERE position = 5"],
+        5, "chain_broken", "id is stored as blob, not text"),
+    "recorded_at stored as a blob of the same bytes": (
+        ["UPDATE ts_events SET recorded_at = CAST(recorded_at AS BLOB) WHERE position = 5"],
+        5, "chain_broken", "recorded_at is stored as blob, not text"),
     "stream version as text": (
         ["UPDATE ts_events SET version = 'abc' WHERE position = 6"],
         6, "chain_broken", "version is stored as text, not an integer"),

@@ -12,7 +12,8 @@ The pass reads plain tuples through the driver and confirms each row's hash.  A 
 cannot confirm is read again with its text columns as raw bytes on SQLite (``CAST … AS
 BLOB``) and judged exactly, so a payload written with another type or with invalid UTF-8
 is reported as a broken chain at its position instead of failing inside the driver; so is
-a stream version or schema version that is not an integer.  A capture's row is read the
+any text column stored as another type (a BLOB of the same bytes included: every reader
+fails on it) and a stream version or schema version that is not an integer.  A capture's row is read the
 same way (its type and size asked of the database, its bytes cast to bytes), so one stored
 as text, as a number or as NULL, or whose size column disagrees with its bytes, is
 ``blob_damaged`` at the position of the event naming it.
@@ -46,7 +47,7 @@ def _rows(conn: Connection, batch_size: int, *, after: int = 0,
     columns: list[Any] = [events.c.position, events.c.version, events.c.schema_version]
     if sqlite:  # PostgreSQL text columns are typed and always valid UTF-8
         columns += [cast(events.c[name], LargeBinary).label(name) for name in _TEXT_COLUMNS]
-        columns.append(func.typeof(events.c.payload).label("payload_type"))
+        columns += [func.typeof(events.c[name]).label(f"{name}_type") for name in _TEXT_COLUMNS]
     else:
         columns += [events.c[name] for name in _TEXT_COLUMNS]
     last, left = after, limit
@@ -88,9 +89,10 @@ def _check_row(row: Mapping[Any, Any], prev_hash: str, expected_position: int,
     position = row["position"]
     if position != expected_position:
         return f"position {expected_position} is missing (next stored is {position})", {}
-    stored_as = row.get("payload_type", "text")
-    if stored_as != "text":
-        return f"payload is stored as {stored_as}, not text", {}
+    for name in ("payload", *_TEXT_COLUMNS):  # readers fail on a text column of another type
+        stored_as = row.get(f"{name}_type", "text")
+        if stored_as != "text" and not (name == "trace_id" and stored_as == "null"):
+            return f"{name} is stored as {stored_as}, not text", {}
     for name in _INTEGER_COLUMNS:
         if _stored_kind(row[name]) != "integer":
             return f"{name} is stored as {_stored_kind(row[name])}, not an integer", {}
