@@ -151,7 +151,8 @@ CASES: list[tuple[str, Callable[[Lines], object], str]] = [
      "invalid_export"),
     ("changed text in a complete export", lambda ls: [*ls[:1], *[
         {"event": {**line["event"], "payload": line["event"]["payload"].replace(
-            "nova", "novb")}} if i == 1 else line for i, line in enumerate(ls[1:], 1)]],
+            "framed capture", "framed captura")}} if i == 1 else line
+        for i, line in enumerate(ls[1:], 1)]],
      "export_hash_mismatch"),
 ]
 

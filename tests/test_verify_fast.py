@@ -78,7 +78,7 @@ FOUND = {
     "payload stored as integer": (False, 8, 9, HASH),  # text affinity: stored as '7'
     "payload not UTF-8": (False, 15, 16, "payload is not valid UTF-8"),
     "stream not UTF-8": (False, 2, 3, "stream is not valid UTF-8"),
-    "id stored as blob, same bytes": (True, 30, None, None),
+    "id stored as blob, same bytes": (False, 10, 11, "id is stored as blob, not text"),
     "deleted position": (False, 19, 21, "position 20 is missing (next stored is 21)"),
     "deleted tail": (True, 25, None, None),
     "changed hash": (False, 29, 30, HASH),

@@ -42,7 +42,8 @@ def checkpoint(
     if generate_key is not None:
         public = ck.write_key_pair(generate_key)
         if as_json:  # the keys as `reviewer keygen --json` names them (docs/json.md)
-            kid = ck._key_id(ck.load_ed25519_pem(public.read_bytes()))
+            kid = ck._key_id(ck.load_ed25519_pem(
+                ck.read_small(public, "public key", "key_unreadable")))
             emit_json({"private_key": str(generate_key), "public_key": str(public),
                        "key_id": kid})
             return
@@ -53,9 +54,10 @@ def checkpoint(
         if not result.ok:
             from tracestore.errors import ChainBroken
 
-            raise ChainBroken(f"refusing to sign: chain broken at position "
+            code = "blob_damaged" if result.code == "blob_damaged" else "chain_broken"
+            raise ChainBroken(f"refusing to sign: {code.replace('_', ' ')} at position "
                               f"{result.first_broken_position}: {result.reason}",
-                              position=result.first_broken_position or 0)
+                              position=result.first_broken_position or 0, code=code)
     signed = ck.sign(result.count, result.head_hash, utc_now(), key)
     if out is None:
         emit_json(signed.to_dict())

@@ -29,10 +29,11 @@ def evidence(
 ) -> None:
     """Append an evidence.attached event (the file stored by its sha256); cite its position
     with review --set FIELD=VALUE --evidence POSITION."""
+    from tracestore.cli.store_cmds import read_input
     from tracestore.review.amend import check_reviewer, check_value
     from tracestore.review.receipts import plan_receipt
 
-    data = file.read_bytes()
+    data = read_input(file)
     by = check_reviewer(reviewer) if reviewer is not None else None
     if note is not None:
         check_value("note", note)

@@ -212,10 +212,12 @@ def import_(
 
     if str(file) == "-":
         handle = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
-    elif not file.is_file():
-        raise InputError(f"{file} does not exist or is not a file", code="file_not_found",
+    elif not file.exists():
+        raise InputError(f"{file} does not exist", code="file_not_found", path=str(file))
+    elif file.is_dir():
+        raise InputError(f"{file} is a directory, not a file", code="not_a_file",
                          path=str(file))
-    else:
+    else:  # a file, a FIFO or a device: read line by line, each line bounded
         handle = file.open(encoding="utf-8")
     with handle, open_store(db) as store:
         try:

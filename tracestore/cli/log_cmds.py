@@ -229,7 +229,7 @@ def verify(
     if as_json:
         emit_json({"ok": result.ok and (reviews is None or reviews.ok), "count": result.count,
                    "first_broken_position": result.first_broken_position,
-                   "reason": result.reason, "head_hash": result.head_hash,
+                   "reason": result.reason, "code": result.code, "head_hash": result.head_hash,
                    "captures_checked": result.captures_checked,
                    "checkpoint_position": result.checkpoint_position,
                    "reviews_checked": reviews.checked if reviews else 0,
@@ -267,6 +267,8 @@ def verify(
 
         raise StoreError(f"{result.reason} ({result.count} events verified)",
                          code="schema_incomplete", missing=list(result.missing))
-    raise ChainBroken(f"chain broken at position {result.first_broken_position}: "
+    code = "blob_damaged" if result.code == "blob_damaged" else "chain_broken"
+    what = "capture damaged" if code == "blob_damaged" else "chain broken"
+    raise ChainBroken(f"{what} at position {result.first_broken_position}: "
                       f"{result.reason} ({result.count} events verified before it)",
-                      position=result.first_broken_position)
+                      position=result.first_broken_position, code=code)

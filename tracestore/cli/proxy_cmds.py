@@ -31,6 +31,10 @@ def proxy(
         "--grace", metavar="SECONDS",
         help="On SIGTERM or Ctrl-C: how long in-flight streams may finish before they are "
              "cut (each cut stream is recorded with a reset drain and its decision).")] = 30.0,
+    secret_field: Annotated[Optional[list[str]], typer.Option(
+        "--secret-field", metavar="NAME",
+        help="Never store the value of request fields with this name either (repeatable; "
+             "added to api_key, token, password … and $TRACESTORE_SECRET_FIELDS).")] = None,
     db: DbOption = None,
 ) -> None:
     """Forward requests to the upstream byte for byte and record every streamed response."""
@@ -45,9 +49,11 @@ def proxy(
     host, port = parse_listen(listen)
     task = None
     if task_file is not None:
+        from tracestore.cli.store_cmds import read_input
+
         try:
-            task = json.loads(task_file.read_text(encoding="utf-8"))
-        except ValueError as exc:
+            task = json.loads(read_input(task_file))
+        except (ValueError, RecursionError) as exc:
             raise InputError(f"{task_file} is not JSON: {exc}", code="invalid_task") from exc
     try:
         from tracestore.proxy.app import proxy_app
@@ -58,7 +64,7 @@ def proxy(
     from tracestore.recording.recorder import Recorder, as_task_rule
 
     rule = as_task_rule(task)
-    with Recorder(db) as recorder:  # an unreachable database fails here, before serving
+    with Recorder(db, secret_fields=secret_field or ()) as recorder:  # an unreachable database fails here, before serving
         recording = ProxyRecording(recorder, task=rule)
         application = proxy_app(routes, recording, timeout=timeout)
         shown = ", ".join(f"{p or '/'} -> {u}" for p, u in routes)

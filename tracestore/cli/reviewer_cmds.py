@@ -34,9 +34,10 @@ def keygen(path: Annotated[Path, typer.Argument(help="Private key file to create
            as_json: JsonOption = False) -> None:
     """Create an Ed25519 reviewer key pair (never overwrites a file)."""
     from tracestore.review.signing import key_id, load_key, write_key_pair
+    from tracestore.store.checkpoint import read_small
 
     public = write_key_pair(path)
-    kid = key_id(load_key(public.read_bytes()))
+    kid = key_id(load_key(read_small(public, "public key", "key_unreadable")))
     if as_json:
         emit_json({"private_key": str(path), "public_key": str(public), "key_id": kid})
         return
@@ -60,9 +61,10 @@ def add(name: Annotated[str, typer.Argument(help="The reviewer's name, as record
     """Register a reviewer's public key (appends reviewer.added, signed by an admin)."""
     from tracestore.review.amend import check_reviewer
     from tracestore.review.signing import plan_reviewer, signing_key
+    from tracestore.store.checkpoint import read_small
 
     name = check_reviewer(name)
-    pem = public_key.read_bytes()
+    pem = read_small(public_key, "public key", "key_unreadable")
     signer = signing_key(by_key) if by_key is not None else None
     with open_store(db, create=False) as store:
         result = store.append_with(lambda view: ([plan_reviewer(

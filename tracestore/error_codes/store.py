@@ -36,6 +36,8 @@ EXPECTED_VERSION_CONFLICT: Final = _code("expected_version_conflict", 3, "An app
     "stale expected stream version (another writer appended first).")
 CHAIN_BROKEN: Final = _code("chain_broken", 3, "The hash chain does not verify; position names "
     "the first broken event.")
+BLOB_DAMAGED: Final = _code("blob_damaged", 3, "A stored capture's row is not bytes of its "
+    "recorded size (stored as text, a number or NULL); position names the event naming it.")
 REVIEW_SIGNATURE_INVALID: Final = _code("review_signature_invalid", 3, "A review event's "
     "signature does not hold.")
 REVIEWER_REGISTRATION_INVALID: Final = _code("reviewer_registration_invalid", 3, "A reviewer "
@@ -114,8 +116,8 @@ CHECKPOINT_SIGNATURE_INVALID: Final = _code("checkpoint_signature_invalid", 3, "
 # -- export and import -----------------------------------------------------------------------
 INVALID_EXPORT: Final = _code("invalid_export", 2, "An export file is not a valid tracestore "
     "export.")
-EXPORT_UNKNOWN_FIELD: Final = _code("export_unknown_field", 2, "An exported event has unknown "
-    "fields.")
+EXPORT_UNKNOWN_FIELD: Final = _code("export_unknown_field", 2, "An export's header or one of "
+    "its events has unknown fields.")
 EXPORT_VALUE_OUT_OF_RANGE: Final = _code("export_value_out_of_range", 2, "An exported value is "
     "outside what this tracestore reads.")
 EXPORT_BAD_TIME: Final = _code("export_bad_time", 2, "An exported recorded_at is not a time as "
@@ -128,6 +130,10 @@ EXPORT_HASH_MISMATCH: Final = _code("export_hash_mismatch", 2, "An exported even
     "to its recorded hash (the file was changed).")
 EXPORT_BLOB_MISSING: Final = _code("export_blob_missing", 2, "Captures named by exported events "
     "have no blob line.")
+EXPORT_STREAM_MISMATCH: Final = _code("export_stream_mismatch", 2, "An exported event's "
+    "payload names another attempt or trace than its stream.")
+IMPORT_DUPLICATE_EVENT: Final = _code("import_duplicate_event", 2, "An export holds the same "
+    "event id twice.")
 STORE_NOT_EMPTY: Final = _code("store_not_empty", 3, "Import needs an empty store.")
 IMPORT_REFUSED: Final = _code("import_refused", 3, "The database refused the import.")
 EXPORT_FAILED: Final = _code("export_failed", 1, "The OTLP endpoint refused or could not take the "

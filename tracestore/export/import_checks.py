@@ -16,6 +16,12 @@ held to what ``EventStore.append`` writes:
   increasing (a complete export: 1, 2, 3, … per stream);
 * the payload strict JSON, no deeper than ``MAX_JSON_DEPTH``, valid for its type, and --
   at the type's current schema version -- byte for byte the canonical JSON the store writes;
+* every integer field of an event within a 64-bit signed integer (``index: 10**30`` would
+  be stored and then break every reader that hands it to the database or a struct);
+* an event in an attempt's, a trace's, an evidence or a review stream names that attempt or
+  trace in its payload (the stream is how every reader finds it);
+* every event id once (the store's own unique index would refuse it later, by a driver
+  message);
 * every capture an event names has its blob line in the file, with its size and sha256.
 
 Each refusal is an ``InputError`` with a stable code and the line number; the import runs
@@ -34,6 +40,7 @@ from tracestore.errors import InputError
 #: Longest line read: a blob line holds a capture of up to ``MAX_INPUT_BYTES`` in base64.
 MAX_LINE_CHARS = (256 * 1024 * 1024) * 4 // 3 + 1024 * 1024
 MAX_INT = 2**63 - 1
+MIN_INT = -(2**63)
 ROW_FIELDS: dict[str, type] = {
     "position": int, "id": str, "stream": str, "version": int, "type": str,
     "schema_version": int, "recorded_at": str, "hash": str, "payload": str}
@@ -84,6 +91,7 @@ class RowChecker:
         self.versions: dict[str, int] = {}
         self.captures: dict[str, int] = {}  # sha256 -> line naming it
         self.blobs: set[str] = set()
+        self.ids: set[str] = set()
 
     def row(self, item: dict[str, Any], number: int) -> dict[str, Any]:
         if set(item) != {"event"}:
@@ -98,6 +106,10 @@ class RowChecker:
                 raise _refuse(f"field {key!r} is missing or not {kind.__name__}",
                               self.name, number)
         self._envelope(row, number)
+        if row["id"] in self.ids:
+            raise _refuse(f"event id {row['id']!r} appears twice (an event id is unique in a "
+                          "store)", self.name, number, "import_duplicate_event")
+        self.ids.add(row["id"])
         self._payload(row, number)
         return row
 
@@ -151,6 +163,15 @@ class RowChecker:
             raise _refuse("payload is not the JSON the store writes for it (a field added, "
                           "dropped or re-spelled)", self.name, number,
                           "export_payload_not_canonical")
+        for field, value in _integers(event):
+            if not MIN_INT <= value <= MAX_INT:
+                shown = str(value) if len(str(value)) <= 24 else f"{str(value)[:20]}…"
+                raise _refuse(f"field {field!r} of the {row['type']} payload is {shown}, "
+                              "outside a 64-bit signed integer", self.name, number,
+                              "export_value_out_of_range")
+        owner = _stream_owner(row["stream"], event)
+        if owner is not None:
+            raise _refuse(owner, self.name, number, "export_stream_mismatch")
         if row["type"] in _CAPTURE_TYPES:
             self.captures.setdefault(event.sha256, number)
 
@@ -180,6 +201,41 @@ class RowChecker:
                 f"(first: {sha[:16]}… at line {line}); the store would fail verify. A "
                 "redacted export carries no raw captures and cannot be imported when it "
                 "names any", code="export_blob_missing", line=line)
+
+
+def _integers(model: Any, prefix: str = "") -> Iterator[tuple[str, int]]:
+    """(field, value) for every integer field of an event, nested models included; free
+    JSON (``native``, a request's settings) is the provider's and is not walked."""
+    from pydantic import BaseModel
+
+    for field in type(model).model_fields:
+        value = getattr(model, field)
+        values = value if isinstance(value, (list, tuple)) else (value,)
+        for item in values:
+            if isinstance(item, int) and not isinstance(item, bool):
+                yield prefix + field, item
+            elif isinstance(item, BaseModel):
+                yield from _integers(item, f"{prefix}{field}.")
+
+
+#: Stream kind → the payload field naming its owner (``attempt:A`` holds A's events).
+_OWNERS = {"attempt": "attempt_id", "evidence": "attempt_id", "trace": "trace_id"}
+
+
+def _stream_owner(stream: str, event: Any) -> str | None:
+    """Why ``event`` does not belong in ``stream``, or None when it does."""
+    kind, _, rest = stream.partition(":")
+    if kind == "review":  # review:TEMPLATE:ATTEMPT
+        field, owner = "attempt_id", rest.partition(":")[2]  # template names hold no ":"
+    elif kind in _OWNERS:
+        field, owner = _OWNERS[kind], rest
+    else:
+        return None
+    said = getattr(event, field, None)
+    if said is None or said == owner:
+        return None
+    return (f"an event in stream {stream!r} says {field} {str(said)[:80]!r}: its payload "
+            "names another owner than its stream")
 
 
 def _stored_time(text: str) -> bool:

@@ -29,6 +29,9 @@ from tracestore.events import parse_event, upcast
 
 FORMAT = "tracestore-jsonl"
 VERSION = 1
+#: What a header holds (``header``); any other field is refused on import.
+HEADER_FIELDS = frozenset({"format", "version", "trace_id", "complete", "redacted",
+                           "tracestore_version"})
 _ROW_FIELDS = ("position", "id", "stream", "version", "type", "schema_version",
                "recorded_at", "hash", "payload")
 
@@ -136,6 +139,11 @@ def read_export(lines: Iterable[str] | TextIO, name: str) -> ImportFile:
     if type(version) is not int or version != VERSION:
         raise InputError(f"{name} is export version {str(version)[:40]}; this tracestore "
                          f"reads version {VERSION}", code="invalid_export")
+    unknown = set(head) - HEADER_FIELDS
+    if unknown:
+        raise InputError(f"{name} line 1: the header has unknown fields {sorted(unknown)[:5]} "
+                         f"(an export header holds only {', '.join(sorted(HEADER_FIELDS))})",
+                         code="export_unknown_field", line=1)
     for key in ("complete", "redacted"):
         if type(head.get(key, False)) is not bool:
             raise InputError(f"{name}: header field {key!r} is not true or false",

@@ -316,7 +316,7 @@ class _Planner:
             self.readers[step.open] = _Reader(step.attempt, step.api)
             self.append(attempt_stream(step.attempt), AttemptStarted(
                 attempt_id=step.attempt, trace_id=self.sc.trace, api=step.api,
-                reader=step.open, retry_of=step.retry_of, request=step.request,
+                reader=step.open, retry_of=step.retry_of, request=_stored_request(step.request),
                 observed_at=step.at))
             if self.sc.destinations == "harness":
                 self.write(step.attempt, "progress", PROGRESS_TEXT, "harness")
@@ -388,3 +388,10 @@ def replay_report(events: Sequence[StoredEvent], trace_id: str) -> dict[str, Any
     """``{"attempts": [decision…], "violations": […]}`` for one trace (the replay contract)."""
     return {"attempts": [d.to_dict() for d in decide_all(events, trace_id)],
             "violations": [v.to_dict() for v in audit(events, trace_id=trace_id).violations]}
+
+
+def _stored_request(request: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A scenario's request settings as the recorder stores them: credentials redacted."""
+    from tracestore.text.redaction import redact, secret_fields
+
+    return None if request is None else redact(request, secret_fields())

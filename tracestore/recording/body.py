@@ -57,6 +57,8 @@ class BodyAttempt:
         self.dead = False
         self.key: int | None = None
         "This attempt's key in the process writer's journal (once opened there)."
+        self.secret_fields: frozenset[str] | None = None
+        "Its recorder's secret field names, once opened in the process writer's journal."
         self.wire: tuple[Any, Any] = (None, None)
         "The request and response headers, for the process writer's opening record."
         self.handle, self.retry_of = owner.assign(self)
@@ -215,9 +217,21 @@ class BodyAttempt:
         detail = f"{type(exc).__name__}: {exc}"[:500]
         outcome = "reset" if isinstance(exc, self.owner.broken) else "error"
         if self.owner.process is not None:
-            self._journal_end(("drain", outcome, detail))
+            from tracestore.text.redaction import redact_text
+
+            self._journal_end(("drain", outcome, redact_text(detail, self._secret_fields())))
             return
         self._end(lambda: self.recorder.drain(outcome, detail))
+
+    def _secret_fields(self) -> frozenset[str]:
+        """The recorder's secret field names: known once the attempt is journaled, else
+        its transport's trace's recorder's, else the defaults (``secret_fields()``)."""
+        from tracestore.text.redaction import secret_fields
+
+        if self.secret_fields is not None:
+            return self.secret_fields
+        recorder = getattr(getattr(self.owner, "trace", None), "recorder", None)
+        return getattr(recorder, "secret_fields", None) or secret_fields()
 
     def closed_early(self) -> None:
         """The application closed the body before reading it to its end: after the native

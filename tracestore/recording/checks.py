@@ -60,6 +60,16 @@ def _request_settings(request: Mapping[str, Any] | None) -> dict[str, Any] | Non
                          code="invalid_request") from exc
 
 
+def _recorded_request(request: Mapping[str, Any] | None, fields: frozenset[str],
+                      ) -> dict[str, Any] | None:
+    """An attempt's request settings as they are stored: JSON values, every credential
+    replaced (``tracestore.text.redaction``)."""
+    from tracestore.text.redaction import redact
+
+    plain = _request_settings(request)
+    return None if plain is None else redact(plain, fields)
+
+
 def _open_store(cls: Any, db: str | None) -> Any:
     try:
         return cls(db)

@@ -173,12 +173,15 @@ class ProcessWriter:
             self.owner.failed(unavailable())
             return None
         request, headers = getattr(attempt, "wire", (None, None))
+        attempt.secret_fields = fields = rec.secret_fields
+        from tracestore.text.redaction import redact
         info = {"url": url, "trace_id": trace.trace_id,
                 "opening": getattr(trace, "opening", None),
                 "attempt_id": attempt.handle.attempt_id, "retry_of": attempt.retry_of,
                 "api": attempt.api, "framing": attempt.framing, "refusal": attempt.refusal,
-                "settings": attempt.settings if not callable(attempt.settings) else None,
-                "request": _request_parts(request), "headers": _size_headers(headers)}
+                "settings": redact(attempt.settings, fields)
+                if not callable(attempt.settings) else None,
+                "request": _request_parts(request, fields), "headers": _size_headers(headers)}
         with self._lock:
             self._keys += 1
             key = self._keys
@@ -390,8 +393,10 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _request_parts(request: Any) -> tuple[str, str | None, bytes] | None:
-    """What ``request_settings`` reads of a request: path, user agent, body (if read)."""
+def _request_parts(request: Any, fields: frozenset[str],
+                   ) -> tuple[str, str | None, bytes] | None:
+    """What ``request_settings`` reads of a request: path, user agent, body (if read), with
+    its credentials replaced before the journal holds them."""
     if request is None:
         return None
     try:
@@ -400,8 +405,11 @@ def _request_parts(request: Any) -> tuple[str, str | None, bytes] | None:
         content = b""
     from tracestore.recording.httpx_capture import raw_header
 
+    from tracestore.text.redaction import redact_body, redact_text
+
     agent = raw_header(request.headers, b"user-agent")
-    return request.url.path, agent, content
+    return (request.url.path, None if agent is None else redact_text(agent, fields),
+            redact_body(content, fields))
 
 
 def _size_headers(headers: Any) -> dict[str, str] | None:

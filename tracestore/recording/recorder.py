@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import uuid
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from tracestore.errors import (
     AttemptClosedError, InputError, NotFound, StoreError,
@@ -39,7 +39,7 @@ from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_
 from tracestore.recording.process import deferring
 from tracestore.ingest.evidence import APP_DESTINATIONS, destination_event
 from tracestore.recording.checks import (  # noqa: F401 - as_task_rule is imported from here
-    _bindings, _check_profile, _open_store, _request_settings, as_task_rule,
+    _bindings, _check_profile, _open_store, _recorded_request, as_task_rule,
 )
 from tracestore.recording.attempt_writes import (  # noqa: F401 - sha256_bytes re-exported
     AttemptWrites, _now, sha256_bytes,
@@ -59,9 +59,14 @@ class Recorder:
     ``StoreError`` here, before the application starts streaming.
     """
 
-    def __init__(self, db: str | None = None, *, store: EventStore | None = None) -> None:
+    def __init__(self, db: str | None = None, *, store: EventStore | None = None,
+                 secret_fields: Iterable[str] = ()) -> None:
         from tracestore.store.log import EventStore
+        from tracestore.text.redaction import secret_fields as fields_with
 
+        self.secret_fields = fields_with(secret_fields)
+        """Request fields whose values are never stored (``tracestore.text.redaction``):
+        the default names, ``secret_fields`` and ``$TRACESTORE_SECRET_FIELDS``."""
         self._owns_store = store is None
         self.store = store if store is not None else _open_store(EventStore, db)
         self.lock = threading.RLock()
@@ -198,7 +203,8 @@ class TraceRecorder:
         self.recorder.check_open()
         attempt = AttemptRecorder(self, attempt_id or f"att-{uuid.uuid4().hex[:16]}",
                                   LiveCapture(api, framing), retry_of=retry_of,
-                                  request=_request_settings(request), reader=reader)
+                                  request=_recorded_request(
+                                      request, self.recorder.secret_fields), reader=reader)
         attempt._check_new()
         if attempt.capture.api is not None:
             with self.recorder.lock:  # ordered with every other append of this recorder
@@ -275,6 +281,10 @@ class AttemptRecorder(AttemptWrites):
             detail = detail if detail is not None else shown_detail
             if note:
                 detail = f"{detail}; {note}" if detail else note
+            if detail:  # a transport's message can quote a URL with its ?key=
+                from tracestore.text.redaction import redact_text
+
+                detail = redact_text(detail, self._rec.secret_fields)
             drained = TransportDrained(attempt_id=self.attempt_id, outcome=outcome,  # type: ignore[arg-type]
                                        detail=detail, reader=self.reader, observed_at=_now())
             self._write(result, final=True, tail=[drained])

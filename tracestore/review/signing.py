@@ -95,17 +95,16 @@ def write_key_pair(path: Path) -> Path:
 def signing_key(path: Path | None) -> Any | None:
     """The private key from ``--key FILE``, else ``$TRACESTORE_REVIEWER_KEY`` (PEM text or
     a file path), else None (an unsigned review)."""
+    from tracestore.store.checkpoint import read_small
+
     if path is None:
         text = os.environ.get(KEY_ENV, "").strip()
         if not text:
             return None
-        pem = text.encode("utf-8") if "-----BEGIN" in text else Path(text).read_bytes()
+        pem = text.encode("utf-8") if "-----BEGIN" in text else \
+            read_small(Path(text), "key", "key_unreadable")
     else:
-        try:
-            pem = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read key {path}: {exc.strerror}", code="key_unreadable",
-                             path=str(path)) from None
+        pem = read_small(path, "key", "key_unreadable")
     key = load_key(pem)
     _, ed25519 = _crypto()
     if not isinstance(key, ed25519.Ed25519PrivateKey):

@@ -25,6 +25,9 @@ class VerifyResult:
     "Distinct stored captures re-hashed."
     checkpoint_position: int | None = None
     "Position of the signed head the log was checked against, if any."
+    code: str | None = None
+    """Why it failed when a row did: ``chain_broken`` (an event row), ``blob_damaged`` (a
+    capture's row in ts_blobs is not bytes of its recorded size)."""
     missing: tuple[str, ...] = ()
     """Schema objects that should be there and are not (append-only triggers, the views):
     without the triggers a tail DELETE succeeds and the chain alone cannot see it."""

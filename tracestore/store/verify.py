@@ -11,7 +11,12 @@ alone.
 The pass reads plain tuples through the driver and confirms each row's hash.  A row it
 cannot confirm is read again with its text columns as raw bytes on SQLite (``CAST … AS
 BLOB``) and judged exactly, so a payload written with another type or with invalid UTF-8
-is reported as a broken chain at its position instead of failing inside the driver.
+is reported as a broken chain at its position instead of failing inside the driver; so is
+any text column stored as another type (a BLOB of the same bytes included: every reader
+fails on it) and a stream version or schema version that is not an integer.  A capture's row is read the
+same way (its type and size asked of the database, its bytes cast to bytes), so one stored
+as text, as a number or as NULL, or whose size column disagrees with its bytes, is
+``blob_damaged`` at the position of the event naming it.
 """
 
 from __future__ import annotations
@@ -42,7 +47,7 @@ def _rows(conn: Connection, batch_size: int, *, after: int = 0,
     columns: list[Any] = [events.c.position, events.c.version, events.c.schema_version]
     if sqlite:  # PostgreSQL text columns are typed and always valid UTF-8
         columns += [cast(events.c[name], LargeBinary).label(name) for name in _TEXT_COLUMNS]
-        columns.append(func.typeof(events.c.payload).label("payload_type"))
+        columns += [func.typeof(events.c[name]).label(f"{name}_type") for name in _TEXT_COLUMNS]
     else:
         columns += [events.c[name] for name in _TEXT_COLUMNS]
     last, left = after, limit
@@ -58,6 +63,19 @@ def _rows(conn: Connection, batch_size: int, *, after: int = 0,
             left -= len(rows)
 
 
+_INTEGER_COLUMNS = ("version", "schema_version")
+
+
+def _stored_kind(value: Any) -> str:
+    """The storage class a value came back as (SQLite lets any column hold any of them)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return "blob" if isinstance(value, (bytes, bytearray, memoryview)) else \
+            type(value).__name__
+    return {int: "integer", float: "real", str: "text"}[type(value)]
+
+
 def _text(row: Mapping[Any, Any], name: str) -> str | None:
     value = row[name]
     if value is None or isinstance(value, str):
@@ -71,9 +89,13 @@ def _check_row(row: Mapping[Any, Any], prev_hash: str, expected_position: int,
     position = row["position"]
     if position != expected_position:
         return f"position {expected_position} is missing (next stored is {position})", {}
-    stored_as = row.get("payload_type", "text")
-    if stored_as != "text":
-        return f"payload is stored as {stored_as}, not text", {}
+    for name in ("payload", *_TEXT_COLUMNS):  # readers fail on a text column of another type
+        stored_as = row.get(f"{name}_type", "text")
+        if stored_as != "text" and not (name == "trace_id" and stored_as == "null"):
+            return f"{name} is stored as {stored_as}, not text", {}
+    for name in _INTEGER_COLUMNS:
+        if _stored_kind(row[name]) != "integer":
+            return f"{name} is stored as {_stored_kind(row[name])}, not an integer", {}
     try:
         # Any: the None check below stands for each column's own narrowing.
         text: dict[str, Any] = {name: _text(row, name) for name in _TEXT_COLUMNS}
@@ -102,8 +124,9 @@ def _utf8(value: Any) -> bool:
 
 
 def _capture_problem(conn: Connection, payload: str, checked: set[str],
-                     ) -> tuple[str | None, str | None]:
-    """(sha256 named by a capture.stored payload, why its blob fails or None).
+                     ) -> tuple[str | None, str | None, str]:
+    """(sha256 named by a capture.stored payload, why its blob fails or None, the code of
+    that failure).
 
     A capture already re-hashed in this pass (``checked``) is not read again: captures are
     content-addressed, so a second reference names the same bytes.
@@ -111,17 +134,45 @@ def _capture_problem(conn: Connection, payload: str, checked: set[str],
     try:
         sha = json.loads(payload).get("sha256")
     except (ValueError, AttributeError):
-        return None, "the capture event's payload is not a JSON object"
+        return None, "the capture event's payload is not a JSON object", "chain_broken"
     if not isinstance(sha, str):
-        return None, "the capture event's payload names no sha256"
+        return None, "the capture event's payload names no sha256", "chain_broken"
     if sha in checked:
-        return sha, None
-    row = conn.execute(select(blobs.c.data).where(blobs.c.sha256 == sha)).first()
+        return sha, None, "chain_broken"
+    row = conn.execute(_blob_select(conn, sha)).first()
     if row is None:
-        return sha, f"stored capture {sha[:16]}… is missing from ts_blobs"
-    if hashlib.sha256(bytes(row[0])).hexdigest() != sha:
-        return sha, f"stored capture {sha[:16]}… was changed (its bytes no longer hash to it)"
-    return sha, None
+        return sha, f"stored capture {sha[:16]}… is missing from ts_blobs", "chain_broken"
+    data_type = row._mapping.get("data_type") or _stored_kind(row.data)
+    if data_type != "blob":
+        return sha, f"stored capture {sha[:16]}… is stored as {data_type}, not bytes", \
+            "blob_damaged"
+    if hashlib.sha256(row.data).hexdigest() != sha:
+        return sha, (f"stored capture {sha[:16]}… was changed (its bytes no longer hash to "
+                     "it)"), "chain_broken"
+    damage = _size_damage(row)
+    if damage is not None:
+        return sha, f"stored capture {sha[:16]}… {damage}", "blob_damaged"
+    return sha, None, "chain_broken"
+
+
+def _blob_select(conn: Connection, sha: str) -> Any:
+    """A capture's row with what the database says of its columns' types: on SQLite the
+    bytes are cast to a BLOB (a TEXT value that is not UTF-8 would fail in the driver)."""
+    if conn.dialect.name != "sqlite":
+        return select(blobs.c.size, blobs.c.data).where(blobs.c.sha256 == sha)
+    return select(blobs.c.size, cast(blobs.c.data, LargeBinary).label("data"),
+                  func.typeof(blobs.c.data).label("data_type"),
+                  func.typeof(blobs.c.size).label("size_type")).where(blobs.c.sha256 == sha)
+
+
+def _size_damage(row: Any) -> str | None:
+    """Why a ts_blobs row's size column does not record its bytes' length, or None."""
+    size_type = row._mapping.get("size_type") or _stored_kind(row.size)
+    if size_type != "integer":
+        return f"has a size stored as {size_type}, not an integer"
+    if row.size != len(row.data):
+        return f"holds {len(row.data)} bytes, not the {row.size} its size column records"
+    return None
 
 
 # The fast pass reads plain tuples through the driver; any row it cannot confirm (a
@@ -142,10 +193,10 @@ class _Walk:
         self.fast_sql = (f"SELECT {_FAST_COLUMNS} FROM ts_events WHERE position > {mark} "
                          f"ORDER BY position LIMIT {mark}")
 
-    def broken(self, position: int, reason: str) -> VerifyResult:
+    def broken(self, position: int, reason: str, code: str = "chain_broken") -> VerifyResult:
         anchor = self.expected.position if self.expected else None
         return VerifyResult(False, self.count, position, reason, self.prev_hash,
-                            len(self.checked), anchor)
+                            len(self.checked), anchor, code)
 
     def finish(self) -> VerifyResult:
         expected = self.expected
@@ -234,9 +285,9 @@ class _Walk:
         return None
 
     def capture(self, position: int, payload: str) -> VerifyResult | None:
-        sha, problem = _capture_problem(self.conn, payload, self.checked)
+        sha, problem, code = _capture_problem(self.conn, payload, self.checked)
         if problem is not None:
-            return self.broken(position, problem)
+            return self.broken(position, problem, code)
         self.checked.add(sha)  # type: ignore[arg-type]
         return None
 
