@@ -45,6 +45,9 @@ class BodyRecording:
         "The process writer (``process.ProcessWriter``) when the transport records in one."
         self.writer = Writer(self.lock, self.state_lock)
         self.writer.on_failure = self._batch_failed
+        from tracestore.recording.shutdown import watch_transport
+
+        watch_transport(self)
 
     def _batch_failed(self, recorder: Any, exc: Any) -> None:
         """The writer's batch could not record ``recorder``'s appends: as ``_guard`` does."""

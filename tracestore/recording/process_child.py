@@ -247,4 +247,15 @@ __all__ = ["child_main"]
 
 if __name__ == "__main__":
     warnings.simplefilter("ignore")  # failures are answered to the application
+    # The child lives as long as its application: a SIGTERM or Ctrl-C sent to the whole
+    # process group must not cut the journal short (the application records its in-flight
+    # streams as cut and flushes at exit; the child then sees its stdin close and exits
+    # once the journal is recorded to its end).
+    import signal
+
+    from tracestore.recording import shutdown
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    shutdown.cut_at_exit = False  # the application alone knows a stream was cut
     sys.exit(child_main(sys.argv[1]))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
@@ -77,6 +78,11 @@ class Recorder:
         unique (stream, version) refuses a version another writer took meanwhile)."""
         self.closed = False
         "Set by ``close``: every later recording call raises ``recorder_closed``."
+        self.open_attempts: weakref.WeakSet[AttemptRecorder] = weakref.WeakSet()
+        "Attempts opened and not yet drained: cut at interpreter exit (``shutdown``)."
+        from tracestore.recording.shutdown import watch_recorder
+
+        watch_recorder(self)
 
     def check_open(self) -> None:
         """Refuse a recording call through a closed recorder (nothing is written)."""
@@ -233,6 +239,7 @@ class AttemptRecorder(AttemptWrites):
         self.started = False
         self.drained = False
         self.failure: StoreError | None = None
+        trace.recorder.open_attempts.add(self)
         "Set when an append failed: later calls refuse, so the log keeps a clean prefix."
 
     @property
@@ -289,6 +296,7 @@ class AttemptRecorder(AttemptWrites):
                                        detail=detail, reader=self.reader, observed_at=_now())
             self._write(result, final=True, tail=[drained])
             self.drained = True
+            self._rec.open_attempts.discard(self)
             self._decide()
             return outcome
 
