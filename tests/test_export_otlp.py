@@ -151,6 +151,37 @@ def test_recorded_times_run_from_the_start_to_the_drain(tmp_path: Path) -> None:
         span["startTimeUnixNano"], span["endTimeUnixNano"])
 
 
+def test_times_never_run_backwards_in_log_order(tmp_path: Path) -> None:
+    """A recorder's writer takes a Stop's or a drain's time while it builds a batch and the
+    store stamps the batch's frames when it commits: a Stop can read earlier than the frame
+    it followed.  The log's order wins: such a time is lifted to the one before it, so the
+    first token never comes after the drain that ends the span."""
+    def at(seconds: float) -> str:
+        return (dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.timezone.utc)
+                + dt.timedelta(seconds=seconds)).isoformat()
+
+    steps = [{"open": "r", "attempt": "early", "api": "bedrock-converse-stream", "at": at(0)},
+             {"reader": "r", "event": {"messageStart": {"role": "assistant"}}, "at": at(0.5)},
+             {"reader": "r", "event": {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {
+                 "text": "Hi"}}}, "at": at(1.25)},
+             {"reader": "r", "local": "stop", "at": at(1)},
+             {"reader": "r", "local": "drain", "outcome": "eof", "at": at(1.1)}]
+    path = tmp_path / "early.json"
+    path.write_text(json.dumps({"trace": "early", "steps": steps}), "utf-8")
+    db = tmp_path / "early.db"
+    code, _, err = run("replay", str(path), db=db)
+    assert code == 0, err
+    _, attempts = split_turns(all_spans_of(db, tmp_path))
+    span = attempts["early"]
+    start, end = int(span["startTimeUnixNano"]), int(span["endTimeUnixNano"])
+    assert end - start == 1_250_000_000
+    [first] = [e for e in span["events"] if e["name"] == "First Token Stream Event"]
+    assert int(first["timeUnixNano"]) == end
+    times = [int(e["timeUnixNano"]) for e in span["events"]
+             if e["name"] != "First Token Stream Event"]
+    assert times == sorted(times)
+
+
 def scenario(path: Path, deltas: list[str]) -> Path:
     steps = [{"open": "r", "attempt": "big", "api": "bedrock-converse-stream"},
              {"reader": "r", "event": {"messageStart": {"role": "assistant"}}}]

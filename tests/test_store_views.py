@@ -1,5 +1,6 @@
-"""Migration 0003's read-only views (ts_attempts, ts_decisions) on SQLite and PostgreSQL,
-and ``verify`` naming missing append-only triggers and views (issue 23)."""
+"""The read-only views (ts_attempts, ts_decisions: migration 0003; ts_destinations and the
+queue's review states: 0005) on SQLite and PostgreSQL, and ``verify`` naming missing
+append-only triggers and views (issue 23)."""
 
 from __future__ import annotations
 
@@ -48,15 +49,15 @@ def test_ts_attempts_facets_attempts_without_json_functions(url: str) -> None:
         {"attempt_id": "t8-old", "trace_id": "t8", "api": "bedrock-converse-stream",
          "retry_of": None, "frames": 4, "status": "stopped",
          "first_reason": "local_stop_before_release", "decided_at_position": t8_stop,
-         "eligible": False, "review_state": "none"},
+         "eligible": False, "review_state": "unreviewed"},
         {"attempt_id": "t8-new", "trace_id": "t8", "api": "bedrock-converse-stream",
          "retry_of": "t8-old", "frames": 6, "status": "released",
          "first_reason": "normal_native_ending", "decided_at_position": t8_stop + 11,
-         "eligible": True, "review_state": "in_review"},
+         "eligible": True, "review_state": "in-review"},
         {"attempt_id": "s1-error", "trace_id": "s1-error", "api": "openai-responses",
          "retry_of": None, "frames": 3, "status": "failed", "first_reason": "native_failure",
          "decided_at_position": rows[2]["decided_at_position"], "eligible": False,
-         "review_state": "none"},
+         "review_state": "unreviewed"},
     ]
     stopped = query(url, "SELECT attempt_id FROM ts_attempts WHERE status = 'stopped'")
     assert stopped == [{"attempt_id": "t8-old"}]
@@ -67,6 +68,75 @@ def test_ts_attempts_facets_attempts_without_json_functions(url: str) -> None:
         ("t8-new", "released", ["normal_native_ending", "clean_drain", "semantic_accepted"]),
         ("s1-error", "failed", ["native_failure"])]
     assert json.loads(run("verify", "--json", db=url)[1])["missing"] == []  # type: ignore[arg-type]
+
+
+T8_ANSWER = "The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed Thursday."
+PROGRESS = "Generating answer…"
+
+
+def sha(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_ts_destinations_lists_every_write(store_url: str) -> None:
+    if store_url == "sqlite://":
+        pytest.skip("the CLI cannot share an in-memory database")
+    code, _, err = run("replay", str(SEED / "t8-buggy-app.json"), db=store_url)  # type: ignore[arg-type]
+    assert code == 0, err
+    rows = query(store_url, "SELECT attempt_id, trace_id, destination, position, source, "
+                            "sha256, text FROM ts_destinations ORDER BY position")
+    leaked = T8_ANSWER + "It is closed Thursday."
+    trace = "t8-buggy-app"
+    assert rows == [
+        {"attempt_id": "t8b-old", "trace_id": trace, "destination": "progress", "position": 3,
+         "source": "application", "sha256": sha(PROGRESS), "text": PROGRESS},
+        {"attempt_id": "t8b-new", "trace_id": trace, "destination": "progress", "position": 9,
+         "source": "application", "sha256": sha(PROGRESS), "text": PROGRESS},
+        {"attempt_id": "t8b-new", "trace_id": trace, "destination": "ui", "position": 20,
+         "source": "application", "sha256": sha(leaked), "text": leaked},
+    ] + [{"attempt_id": "t8b-new", "trace_id": trace, "destination": d, "position": p,
+          "source": "application", "sha256": sha(T8_ANSWER), "text": T8_ANSWER}
+         for d, p in (("history", 21), ("history", 22), ("export", 23), ("copy", 24))]
+    assert json.loads(run("verify", "--json", db=store_url)[1])["missing"] == []  # type: ignore[arg-type]
+
+
+def test_a_redacted_write_has_no_text_in_ts_destinations(tmp_path: Path) -> None:
+    source, copy = tmp_path / "source.db", tmp_path / "copy.db"
+    assert run("replay", str(SEED / "t8-buggy-app.json"), db=source)[0] == 0
+    out = tmp_path / "redacted.jsonl"
+    code, _, err = run("export", "--redact", "text", "--out", str(out), db=source)
+    assert code == 0, err
+    code, _, err = run("import", str(out), db=copy)
+    assert code == 0, err
+    rows = query(f"sqlite:///{copy}", "SELECT destination, sha256, text FROM ts_destinations "
+                                      "ORDER BY position")
+    assert [(r["destination"], r["text"]) for r in rows] == [
+        ("progress", PROGRESS), ("progress", PROGRESS), ("ui", None), ("history", None),
+        ("history", None), ("export", None), ("copy", None)]
+    assert rows[3]["sha256"] == sha(T8_ANSWER)
+
+
+def test_ts_attempts_review_state_is_the_queues(store_url: str) -> None:
+    """The view and ``tracestore attempts`` name an attempt's review state alike."""
+    if store_url == "sqlite://":
+        pytest.skip("the CLI cannot share an in-memory database")
+    db = store_url
+    run("replay", str(SEED), db=db)  # type: ignore[arg-type]
+    for args in (("s1-error", "--set", "evidence_gap=first look", "--reviewer", "ana"),
+                 ("t7", "--approve", "--reviewer", "bo")):
+        code, _, err = run("review", *args, db=db)  # type: ignore[arg-type]
+        assert code == 0, err
+    code, stdout, err = run("attempts", "--json", db=db)  # type: ignore[arg-type]
+    assert code == 0, err
+    queue = {a["attempt_id"]: a["review_state"] for a in json.loads(stdout)["attempts"]}
+    view = {r["attempt_id"]: r["review_state"]
+            for r in query(db, "SELECT attempt_id, review_state FROM ts_attempts")}
+    assert len(view) > 20
+    assert view == queue
+    assert {view["s1-error"], view["t7"], view["t8-old"]} == {
+        "in-review", "approved", "unreviewed"}
 
 
 def test_views_are_read_only(url: str) -> None:

@@ -62,15 +62,24 @@ def real_times(mine: Sequence[StoredEvent]) -> dict[int, int]:
     A real time is the application's observed time, or -- in a live recording, whose
     frames the store appends chunk by chunk as they arrive (``capture.segment`` events) --
     the store's recorded time.  A file ingest or replay appends everything at once: its
-    recorded times are the command's, not the stream's, and count for nothing."""
+    recorded times are the command's, not the stream's, and count for nothing.
+
+    The log's order is the truth of what came first; the times are two clocks read at
+    different moments (a recorder's writer takes an event's observed time while it builds
+    a batch, and the store stamps the whole batch when it commits it), so a Stop can read
+    a few milliseconds before the frame it followed.  A time earlier than one before it in
+    the log is lifted to that one: the span's events never run backwards, and the drain
+    never ends the span before its first token."""
     live = any(e.type == "capture.segment" for e in mine)
-    out = {}
+    out: dict[int, int] = {}
+    latest = None
     for stored in mine:
         when = _observed(stored)
         if when is None and live:
             when = _stamp(stored.recorded_at)
         if when is not None:
-            out[stored.position] = when
+            latest = when if latest is None else max(latest, when)
+            out[stored.position] = latest
     return out
 
 

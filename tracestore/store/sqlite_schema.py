@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The revision ``STATEMENTS`` were dumped at (``migrate.SCHEMA_HEAD`` when current).
-REVISION = "0004"
+REVISION = "0005"
 
 STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
     (
@@ -127,6 +127,17 @@ STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
         'FROM ts_events d\n'
         "WHERE d.type = 'release.decided'", ()),
     (
+        'CREATE TABLE ts_audit_index (\n'
+        '\ttrace_id VARCHAR(255) NOT NULL, \n'
+        '\tfirst_position INTEGER NOT NULL, \n'
+        '\tattempts TEXT NOT NULL, \n'
+        '\tviolations TEXT NOT NULL, \n'
+        '\tPRIMARY KEY (trace_id)\n'
+        ')', ()),
+    (
+        'CREATE UNIQUE INDEX ix_ts_audit_index_position ON ts_audit_index (first_position'
+        ')', ()),
+    (
         'CREATE VIEW ts_attempts AS\n'
         "SELECT json_extract(s.payload, '$.attempt_id') AS attempt_id, s.trace_id AS trac"
         'e_id,\n'
@@ -152,24 +163,26 @@ STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
         '                           AND r.trace_id = s.trace_id\n'
         "                           AND json_extract(r.payload, '$.attempt_id') = json_ex"
         "tract(s.payload, '$.attempt_id'))\n"
-        "            THEN 'in_review' ELSE 'none' END AS review_state\n"
+        "            THEN 'in-review' ELSE 'unreviewed' END AS review_state\n"
         'FROM ts_events s\n'
         'LEFT JOIN ts_events d ON d.position = (\n'
         '    SELECT max(x.position) FROM ts_events x\n'
         "     WHERE x.stream = s.stream AND x.type = 'release.decided')\n"
         "WHERE s.type = 'attempt.started'", ()),
     (
-        'CREATE TABLE ts_audit_index (\n'
-        '\ttrace_id VARCHAR(255) NOT NULL, \n'
-        '\tfirst_position INTEGER NOT NULL, \n'
-        '\tattempts TEXT NOT NULL, \n'
-        '\tviolations TEXT NOT NULL, \n'
-        '\tPRIMARY KEY (trace_id)\n'
-        ')', ()),
-    (
-        'CREATE UNIQUE INDEX ix_ts_audit_index_position ON ts_audit_index (first_position'
-        ')', ()),
-    ('INSERT INTO "alembic_version" VALUES (?)', ('0004',)),
+        'CREATE VIEW ts_destinations AS\n'
+        "SELECT json_extract(w.payload, '$.attempt_id') AS attempt_id, w.trace_id AS trac"
+        'e_id,\n'
+        "       json_extract(w.payload, '$.destination') AS destination,\n"
+        '       w.position AS position,\n'
+        "       json_extract(w.payload, '$.source') AS source,\n"
+        "       json_extract(w.payload, '$.sha256') AS sha256,\n"
+        "       CASE WHEN json_extract(w.payload, '$.text') = 'sha256:' || json_extract(w"
+        ".payload, '$.sha256') THEN NULL ELSE json_extract(w.payload, '$.text') END AS te"
+        'xt\n'
+        'FROM ts_events w\n'
+        "WHERE w.type = 'destination.written'", ()),
+    ('INSERT INTO "alembic_version" VALUES (?)', ('0005',)),
     ('INSERT INTO "ts_meta" VALUES (?, ?)', ('format', 'tracestore-eventlog-1')),
 )
 

@@ -307,8 +307,8 @@ _TRIGGERS = {
     "postgresql": [(f"{t}_no_{w}", t) for t in ("ts_events", "ts_blobs")
                    for w in ("change", "truncate")],
 }
-#: The read-only views migration 0003 creates.
-_VIEWS = ("ts_attempts", "ts_decisions")
+#: The read-only views migrations 0003 and 0005 create.
+_VIEWS = ("ts_attempts", "ts_decisions", "ts_destinations")
 
 
 def missing_schema(conn: Connection) -> tuple[str, ...]:
