@@ -60,8 +60,14 @@ class Recorder:
     ``StoreError`` here, before the application starts streaming.
     """
 
+    #: How long a recording append keeps trying while the database is locked or
+    #: unreachable (``store.outage``): an outage shorter than this loses nothing.  A
+    #: transport's writer (thread or process) does the waiting, never the application's
+    #: stream; the Recorder API's own calls wait in the caller's thread.
+    OUTAGE_S = 120.0
+
     def __init__(self, db: str | None = None, *, store: EventStore | None = None,
-                 secret_fields: Iterable[str] = ()) -> None:
+                 secret_fields: Iterable[str] = (), outage_s: float | None = None) -> None:
         from tracestore.store.log import EventStore
         from tracestore.text.redaction import secret_fields as fields_with
 
@@ -70,6 +76,8 @@ class Recorder:
         the default names, ``secret_fields`` and ``$TRACESTORE_SECRET_FIELDS``."""
         self._owns_store = store is None
         self.store = store if store is not None else _open_store(EventStore, db)
+        if self._owns_store:
+            self.store.outage_s = self.OUTAGE_S if outage_s is None else outage_s
         self.lock = threading.RLock()
         self._planners: OrderedDict[str, DecisionPlanner] = OrderedDict()
         self.versions: dict[str, int] = {}

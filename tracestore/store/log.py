@@ -38,6 +38,7 @@ from tracestore.store.append_types import (
 from tracestore.store.chain import GENESIS_HASH, Expected, VerifyResult, chain_hash
 from tracestore.store.connections import StoreConnections
 from tracestore.store.dberrors import driver_errors, driver_message, integrity_errors
+from tracestore.store.outage import outlasting
 from tracestore.store.rows_io import RowsIO
 from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
 
@@ -62,6 +63,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
     """An event log in a SQL database (SQLite file by default)."""
 
     COPY_MIN_ROWS = COPY_MIN_ROWS
+    #: Seconds an append keeps trying through a locked or unreachable database
+    #: (``store.outage``); 0 for commands, set by a ``Recorder``.
+    outage_s: float = 0.0
 
     def __init__(self, url: str | None = None, *, migrate_schema: bool = True,
                  create: bool = True, read_only: bool = False) -> None:
@@ -151,6 +155,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         return self.append_with(lambda _view: (list(new_events), list(blob_data)),
                                 expected_versions=expected_versions)
 
+    @outlasting
     def append_with(
         self,
         build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
@@ -201,6 +206,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
+    @outlasting
     def append_groups(
         self, groups: Sequence[tuple[Any, Sequence[NewEvent], Mapping[str, int] | None,
                                      Sequence[bytes]]],
@@ -231,6 +237,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
 
+    @outlasting
     def append_fresh_groups(
         self, groups: Sequence[tuple[Any, Sequence[Any], Mapping[str, int] | None,
                                      Sequence[bytes]]],
