@@ -127,6 +127,19 @@ def skip_empty_pydantic_plugin_scan() -> None:
         _loader._plugins = {}
 
 
+def _sigterm_as_interrupt() -> None:
+    """SIGTERM stops a command as Ctrl-C does: its open transaction rolls back, files it was
+    writing are removed, and it exits with Ctrl-C's status, instead of dying mid-write
+    with nothing cleaned up.  (``serve`` and ``proxy`` handle SIGTERM themselves.)"""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, interrupt)
+
+
 def __getattr__(name: str) -> Any:
     if name == "app":
         return register()
@@ -159,6 +172,7 @@ def main() -> None:
     # The collector still runs for everything allocated from here on.
     import gc
 
+    _sigterm_as_interrupt()
     gc.freeze()
     try:
         app(prog_name="tracestore")  # also under python -m tracestore
