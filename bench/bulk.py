@@ -14,7 +14,7 @@ is a distinct capture and a distinct attempt) into one folder, then, in the same
   (``append_scenario`` in a loop, what ``replay FOLDER`` did before) against one
   transaction with a savepoint each (``append_scenarios``).
 
-Goal (issue 13): bulk >= 10x the per-file rate, for both.
+Goal: bulk >= 10x the per-file rate, for both.
 
 Run:  python bench/bulk.py [--copies 10] [--sample 20]
 """

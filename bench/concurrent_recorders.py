@@ -1,4 +1,4 @@
-"""Issue 14, item 6: N processes record live attempts into ONE store at once.
+"""N processes record live attempts into ONE store at once.
 
     python bench/concurrent_recorders.py [--processes 8] [--attempts 250]
         [--attempts-per-trace 1] [--db URL]...

@@ -1,4 +1,4 @@
-"""The long run of issue 14's property: mutated real captures through decode → plan →
+"""The long run of the pipeline property: mutated real captures through decode → plan →
 serialize → append → verify → release → audit → review; every outcome is a stored,
 verifying, projecting attempt or a TracestoreError with a code.
 

@@ -13,7 +13,7 @@ runs in its own fresh process (so its peak RSS is its own) on the same input fil
 * ``es``    -- the ``eventsourcing`` library's SQLite application recorder inserting the same
   payloads (``json.loads`` + one ``StoredEvent`` per element, one ``insert_events`` call).
 
-Goals (issue 25 item 2; issue 13 had 0.6x and 1.0x): ours >= 0.8x raw and >= 0.6x
+Goals: ours >= 0.8x raw and >= 0.6x
 eventsourcing; the shipped command's peak RSS <= 3x the input size + 100 MiB at 100,000
 and 1,000,000 elements.  Times are wall (best of the rounds) and CPU (user + system of the
 contender's process, best of the rounds: steadier on a shared machine).  With ``--pg URL`` (or

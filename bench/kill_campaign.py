@@ -1,4 +1,4 @@
-"""Issue 26: a kill -9 campaign over every writer -- ingest, ingest-batch, replay FOLDER and
+"""A kill -9 campaign over every writer -- ingest, ingest-batch, replay FOLDER and
 the live recorder -- at random points.
 
     python bench/kill_campaign.py [KILLS] [--seed N] [--json]        (default 100 kills)

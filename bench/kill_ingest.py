@@ -1,4 +1,4 @@
-"""Issue 26 item 1: kill -9 ``tracestore ingest`` at random moments; after a re-run every
+"""Kill -9 ``tracestore ingest`` at random moments; after a re-run every
 attempt has its decision, none is partial, ``verify`` passes.
 
     python bench/kill_ingest.py [KILLS] [--frames 20000] [--seed N] [--max-delay S]

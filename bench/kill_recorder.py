@@ -1,4 +1,4 @@
-"""Issue 14: kill -9 a live recorder at random moments; the store must stay sound.
+"""Kill -9 a live recorder at random moments; the store must stay sound.
 
     python bench/kill_recorder.py [KILLS] [--db URL] [--seed N] [--writer process]
                                                                       (default 100 kills)

@@ -14,7 +14,7 @@ process and its own fresh database on the server named by ``--pg`` (or
   tracestore (same tables, constraints, indexes and append-only triggers), one
   transaction, committed.
 
-Goal (issue 25 item 3): ``many`` time / ``lib`` time >= 0.6 (wall: best of each, and the
+Goal: ``many`` time / ``lib`` time >= 0.6 (wall: best of each, and the
 median of the ratios of each round's pair, steadier on a shared machine; client CPU is
 printed too, the server's own CPU is in neither).
 

@@ -1,4 +1,4 @@
-"""Recording cost at concurrency (issue 25 item 1): N streams at once through ONE shared
+"""Recording cost at concurrency: N streams at once through ONE shared
 client and transport, as a web server holds them, against the same N streams through a
 plain client, in the same run (rounds interleaved in ABBA order, each started once the
 upstream and the writer process are idle, so drift and order hit both alike).

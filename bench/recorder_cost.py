@@ -1,4 +1,4 @@
-"""The recorder's CPU per frame (issue 25): what recording costs beside the traffic itself.
+"""The recorder's CPU per frame: what recording costs beside the traffic itself.
 
     .venv/bin/python bench/recorder_cost.py [--attempts 100] [--rounds 5]
         [--writer thread process] [--against main] [--capture PATH] [--chunk 2048]

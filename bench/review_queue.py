@@ -1,5 +1,5 @@
 """The review queue on a large store: ``attempts --status held --json`` and
-``reviews --state stale --json`` against one raw indexed SQL query (issue 21).
+``reviews --state stale --json`` against one raw indexed SQL query.
 
 Prints, never asserts.  A store of N attempts is built per size: N - 10 attempts of the
 Bedrock projection ``fixtures/projections/t1.json`` under a task rule that accepts it

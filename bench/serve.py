@@ -1,4 +1,4 @@
-"""The desk (``tracestore serve``) on large stores (issue 22).  Prints, never asserts.
+"""The desk (``tracestore serve``) on large stores.  Prints, never asserts.
 
 * **Index with a filter**: ``GET /?status=held`` (10 matching rows) and
   ``GET /?status=released`` (a full page of 50 of ~N), answered by the desk's ASGI app

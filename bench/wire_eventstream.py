@@ -11,7 +11,7 @@ Both get the same 64 KiB chunks (botocore re-slices its whole buffer after every
 message, so feeding it 20 MB at once would measure that quadratic copy, not decoding).
 Goal: ours / botocore >= 1.0.
 
-Live-stream chunk sizes (issue 13, ``--live``): the same captures cut one message per
+Live-stream chunk sizes (``--live``): the same captures cut one message per
 chunk (as a server flushes them) and into 1 B / 16 B / 64 B / 256 B / 1 KiB pieces, both
 decoders on the same chunks.  Goal: ours / botocore >= 1.0 at every size >= 16 B.
 

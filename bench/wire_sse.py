@@ -12,7 +12,7 @@ Prints, never asserts.  Figures are ratios against baselines measured in the sam
    (within +-25%).
 3. A 64 MiB line with no newline fed in 1 MiB chunks must stop at MAX_FRAME_BYTES with
    bounded memory: prints where it stopped and the tracemalloc peak.
-4. Live-stream chunk sizes (issue 13): each real capture cut one event per chunk (as a
+4. Live-stream chunk sizes: each real capture cut one event per chunk (as a
    server flushes them) and into 16 B / 64 B / 256 B / 1 KiB pieces, ours vs httpx-sse on
    the same chunks.  Goal: ours / theirs >= 1.0 at every size >= 16 B.
 

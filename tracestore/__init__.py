@@ -40,7 +40,7 @@ _HOMES = {
 }
 
 
-#: Deprecated import paths (issue 20 moved these modules; kept for one release, see
+#: Deprecated import paths (these modules moved; kept for one release so callers can move, see
 #: docs/api.md "Deprecated paths"): the old name imports the new module itself.
 MOVED = {
     "tracestore.event_codec": "tracestore.events.codec",

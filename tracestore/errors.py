@@ -116,7 +116,7 @@ class ReviewError(TracestoreError):
     exit_code = 5
 
 
-# -- issue 21 (reviews) ---------------------------------------------------------------------
+# -- reviews --------------------------------------------------------------------------------
 
 class ReviewSignatureInvalid(StoreError):
     """``verify``: a review event's signature does not hold; ``position`` names the first."""
@@ -128,7 +128,7 @@ class ReviewSignatureInvalid(StoreError):
         self.position = position
 
 
-# issue 18: the per-response handle and turn scopes of live recording.
+# the per-response handle and turn scopes of live recording.
 class RecordingScopeError(InputError):
     """A turn scope or attempt handle used in a way that would make the trace ambiguous:
     ``ambiguous_turn`` (nested turn scopes, a turn and a transport naming other traces),
@@ -138,7 +138,7 @@ class RecordingScopeError(InputError):
     code = "recording_scope"
 
 
-# issue 18: a recording call on an attempt (or through a recorder) that has ended.
+# a recording call on an attempt (or through a recorder) that has ended.
 class AttemptClosedError(InputError):
     """A recording call the attempt can no longer take: ``attempt_closed`` (a feed, Stop or
     drain after the attempt drained: its bytes and its ending are final) or

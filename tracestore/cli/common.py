@@ -181,14 +181,14 @@ def open_store(db: str | None, *, create: bool = True, read_only: bool = False,
     Read-only commands pass ``create=False``: a mistyped path must not leave a new empty
     database behind and report "0 events"; it is ``no_store`` (exit 4).  Commands that
     only read pass ``read_only=True`` as well: a SQLite file is opened read-only, so an
-    archived store on a read-only mount still verifies (issue 26 item 7).
+    archived store on a read-only mount still verifies.
     """
     from tracestore.store.engine import is_memory_sqlite, resolve_url
     from tracestore.store.log import EventStore
 
     if is_memory_sqlite(resolve_url(db)):
         # An in-memory database ends with the command: "11 events at positions 1-11" and
-        # nothing kept.  The library accepts it (tests); the CLI refuses it (issue 26).
+        # nothing kept.  The library accepts it (tests); the CLI refuses it.
         raise InputError("--db sqlite:// is an in-memory database: it is gone when the "
                          "command ends, so nothing would be kept; name a file "
                          "(sqlite:///file.db)", code="memory_db_refused")
@@ -225,7 +225,7 @@ def emit_json(value: Any) -> None:
 
 def emit_json_line(value: Any) -> None:
     """One line of a JSON-lines stream (``events --json``): the same form as ``emit_json``
-    (the stream had ``,``/``:`` separators of its own before issue 20)."""
+    (one form for every JSON output)."""
     sys.stdout.write(json_document(value) + "\n")
 
 

@@ -161,7 +161,7 @@ def _report_retry(as_json: bool) -> Callable[[dict[str, Any]], None]:
 
 def _check_endpoint(endpoint: str) -> None:
     """An http(s) URL with a host and a port in range, or ``invalid_endpoint`` (exit 2) at
-    once -- not 10-22 s of retries ending in exit 1 (issue 26)."""
+    once -- not 10-22 s of retries ending in exit 1."""
     from urllib.parse import urlsplit
 
     try:

@@ -5,7 +5,7 @@ so a report or record would be unreadable to the group the user's umask lets rea
 Creating the temp file with ``os.open(…, 0o666)`` lets the kernel apply the umask exactly as
 for any other file the user writes.
 
-Only a regular file (or a name that does not exist yet) is replaced by a rename (issue 26):
+Only a regular file (or a name that does not exist yet) is replaced by a rename:
 
 * a character device or a FIFO (``/dev/null``, ``/dev/stdout``, a named pipe) is *written
   through*:

@@ -187,7 +187,7 @@ def attempts(
 
 
 def review_signatures(store: EventStore) -> Any:
-    """Check every review signature (issue 21): ``Store.review_signatures``."""
+    """Check every review signature: ``Store.review_signatures``."""
     from tracestore.api import Store
 
     return Store(store).review_signatures()

@@ -85,7 +85,7 @@ def read_scenario(path: Path) -> Scenario:
 def _capture_bytes(scenario: Path, name: str) -> bytes:
     from tracestore.recording.scenario import capture_path
 
-    return read_input(capture_path(scenario, name))  # never outside its folder (issue 26)
+    return read_input(capture_path(scenario, name))  # never outside its folder
 
 
 def scenario_paths(paths: Sequence[Path]) -> list[Path]:
@@ -322,7 +322,7 @@ def write_audit_json(store: EventStore, write: Callable[[str], Any]) -> int:
     """
     from tracestore.review.audit_index import write_indexed_audit
 
-    indexed = write_indexed_audit(store, write)  # judged once, kept by appends (issue 25)
+    indexed = write_indexed_audit(store, write)  # judged once, kept by appends
     if indexed is not None:
         return indexed
     return write_audit_json_live(store, write)

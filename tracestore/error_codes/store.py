@@ -93,7 +93,7 @@ RECORDER_PROCESS_DIED: Final = _code("recorder_process_died", 3, "The recorder's
     "exited or its journal could not be written; recording stopped, the application's streams "
     "went on.")
 
-# -- recording (issue 18/19 additions) -------------------------------------------------------
+# -- recording -------------------------------------------------------------------------------
 RECORDER_CLOSED: Final = _code("recorder_closed", 2, "A recording call went through a Recorder "
     "(or a handle of one) after it was closed; nothing is written.")
 UNKNOWN_PROFILE: Final = _code("unknown_profile", 2, "A trace opened with profile=... names no shipped "

@@ -35,7 +35,7 @@ class TaskRule(BaseModel):
     "Regular expressions of which NONE may match (case-insensitive)."
     semantic: Literal["regex", "reviewer"] | None = None
     """Who decides acceptance: the patterns (``regex``, the default when unset) or a
-    reviewer's recorded verdict (``reviewer``: ``tracestore judge``; issue 21)."""
+    reviewer's recorded verdict (``reviewer``: ``tracestore judge``)."""
 
     @model_serializer(mode="wrap")
     def _omit_unset(self, handler: Any) -> Any:
@@ -136,7 +136,7 @@ class SemanticJudged(_Event):
     "Answer patterns that did not match, then forbidden patterns that did."
     by: str = "rule"
     "``rule`` (the task rule's patterns) or the reviewer who judged (``tracestore judge``)."
-    # Issue 21's optional fields are left out of the stored JSON while unset, so events
+    # The reviewer fields are optional and left out of the stored JSON while unset, so events
     # written before them (and the replay's rule verdicts) keep their exact bytes.
     OMIT_NONE: ClassVar[tuple[str, ...]] = ("note", "key_id", "signature")
     note: str | None = None

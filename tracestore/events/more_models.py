@@ -46,7 +46,7 @@ class DestinationWritten(_Event):
     observed_at: str | None = None
     "Wall-clock time of the write in the application's log, if recorded (never used to order)."
     shown_as: Literal["cut_off"] | None = None
-    """Issue 18: ``cut_off`` is the application saying it showed this (partial) text marked as
+    """``cut_off`` is the application saying it showed this (partial) text marked as
     cut off after a Stop, which the release policy allows on the UI only.  Left out of the
     stored JSON while unset, so every write recorded before it keeps its bytes."""
     OMIT_NONE: ClassVar[tuple[str, ...]] = ("shown_as",)
@@ -190,7 +190,7 @@ class ReviewApproved(_Event):
 
 
 class EvidenceAttached(_Event):
-    """An external receipt a reviewer attaches to an attempt (issue 21): a provider's
+    """An external receipt a reviewer attaches to an attempt: a provider's
     cancellation receipt, a UI screenshot's digest, a support ticket id.  The bytes are
     stored content-addressed in the blob table; this event names them, so it can be cited."""
 
@@ -226,7 +226,7 @@ class ReviewerAdded(_Event):
 
 
 class StoreSetting(_Event):
-    """A store-wide setting, recorded as an event (issue 21: ``unsigned_reviews``)."""
+    """A store-wide setting, recorded as an event (``unsigned_reviews``)."""
 
     type: Literal["store.setting"] = "store.setting"
     name: str

@@ -104,7 +104,7 @@ def _check_result(result: Any, where: str) -> Mapping[str, Any]:
     for key in ("question", "version", "reason"):
         if not isinstance(result[key], str):
             raise _bad(f"{where}: {key} must be a string", "invalid_run")
-    # seed 001's run() refuses these before anything happens (issue 19)
+    # seed 001's run() refuses these before anything happens
     if not result["question"].strip() or len(result["question"]) > 512:
         raise _bad(f"{where}: the question is blank or longer than 512 characters",
                    "invalid_question")

@@ -4,7 +4,7 @@ streamed passes, nothing held per frame.
 The reference path (``providers.capture.read_capture`` then ``planner.plan_capture``)
 decodes the whole capture into a list of frames, their natives and observations, and builds
 a pydantic model per frame: a 29 MB OpenAI Chat capture of 100,000 frames peaked at
-520 MiB (issue 25).  Here the input bytes are the only thing as large as the input:
+520 MiB.  Here the input bytes are the only thing as large as the input:
 
 1. **check** (before the store is opened): the wire decoder is fed 1 MiB pieces; each
    frame's JSON is parsed strictly (the C scanner with the strict hooks), the provider is

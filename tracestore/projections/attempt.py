@@ -82,7 +82,7 @@ class AttemptFold(AttemptChecks):
         self.sent_envelope: Mapping[str, Any] | None = None
         self.normalizer = _normalizer(self.started.api)
         # Each text block's deltas joined as they arrive: one string per block, grown in
-        # place (issue 24: a list of pieces and their join held a long answer twice at the
+        # place (a list of pieces and their join would hold a long answer twice at the
         # drain), with where each delta ends in it and the log position it arrived at.
         self.texts: dict[int | None, str] = {}
         self.ends: dict[int | None, array[int]] = {}

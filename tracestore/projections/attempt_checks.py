@@ -1,5 +1,5 @@
 """The attempt fold's checks of a stream's form rather than what it says: the start-frame
-grammar (issue 19), Responses ``sequence_number`` order, seed 004's event rules, and deltas
+grammar, Responses ``sequence_number`` order, seed 004's event rules, and deltas
 that split a grapheme cluster -- with ``_anomaly``, which records what every check finds.
 
 ``AttemptFold`` (``attempt.py``) inherits them: they read and write the fold's own state
@@ -20,7 +20,7 @@ from tracestore.projections import reasons as R
 from tracestore.projections.attempt_view import Anomaly
 from tracestore.providers.observations import Observation
 
-#: Issue 19 (T8's own failure mode): the APIs whose streams open with a start frame
+#: T8's own failure mode: the APIs whose streams open with a start frame
 #: (Bedrock ``messageStart``, Anthropic ``message_start``, Responses ``response.created``).
 #: Content before it, a second one, or a Responses ``sequence_number`` going back is a frame
 #: of another stream -- what a harness that routes a late callback into "the current

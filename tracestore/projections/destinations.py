@@ -84,7 +84,7 @@ class AuditReport:
     attempts: tuple[AttemptDestinations, ...]
     violations: tuple[Violation, ...] = field(default=())
     views: Mapping[str, AttemptView] = field(default_factory=dict, compare=False, repr=False)
-    "Attempt id → the view its decision was judged on (review records reuse it, issue 22)."
+    "Attempt id → the view its decision was judged on (review records reuse it)."
     observed: Mapping[str, Mapping[int, Any]] = field(default_factory=dict, compare=False,
                                                       repr=False)
     "``audit(observe=True)``: attempt id → frame position → the normalizer's observations."
@@ -364,7 +364,7 @@ def owed_destinations(profile: str | None, recorded: set[str]) -> dict[str, str]
 def _missing_write_violations(writes: list[tuple[int, DestinationWritten]],
                               judged: Mapping[str, _Judged], owners: _Owners
                               ) -> list[Violation]:
-    """Issue 19 (seed 003): when a trace's application records its own writes, the turn's
+    """Seed 003: when a trace's application records its own writes, the turn's
     released answer owes every destination ``owed_destinations`` names; one it never reached
     is a violation, named at the release position (a second history write is already
     ``duplicate_history_entry``, a second export/copy ``repeated_destination_write``).  A

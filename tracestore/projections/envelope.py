@@ -45,7 +45,7 @@ _CODE = re.compile(r"[a-z][a-z0-9_]{0,63}")
 ENVELOPE_CODES = ("ok", "empty", "interrupted", "truncated", "stream_error", "stopped",
                   "unusable_stop")
 #: Release reasons whose envelope code is the name ``contract check`` gives the same stop
-#: (seed 004's ``parse_contract``: one name per stop code, issue 19).
+#: (seed 004's ``parse_contract``: one name per stop code).
 STOP_CODES = {R.UNKNOWN_STOP_REASON: "unusable_stop"}
 
 

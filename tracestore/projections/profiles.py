@@ -81,7 +81,7 @@ class Profile:
     required_destinations: tuple[str, ...] = ()
     """Destinations (ui, history, export, copy) the turn's released answer must reach,
     once each, whenever the application records its own destination writes for the turn
-    (issue 19, seed 003): the audit names a missing one ``missing_destination_write``.
+    (seed 003): the audit names a missing one ``missing_destination_write``.
     History is owed without it once the application records history writes (seed 003's
     "one matching history entry"); see ``projections/destinations.py``."""
 
@@ -208,7 +208,7 @@ _BASE_PROFILES = (
     XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED, FAQ_ENDPOINT,
 )
 
-#: Issue 19, seed 003's whole destination policy: "on release the answer goes to the UI,
+#: Seed 003's whole destination policy: "on release the answer goes to the UI,
 #: ONE history entry, export and copy — once".  Each one-text-answer profile has a twin,
 #: ``<name>-every-destination``, that a trace names (``TraceOpened.profile``) when its
 #: application must deliver the released answer to all four: the same verdicts, and the

@@ -37,7 +37,7 @@ SEMANTIC_ACCEPTED: Final = "semantic_accepted"
 # --- reasons: why it is still pending --------------------------------------------------
 AWAITING_NATIVE_TERMINAL: Final = "awaiting_native_terminal"
 AWAITING_DRAIN: Final = "awaiting_drain"
-# issue 21: the task rule says a reviewer decides semantic acceptance
+# the task rule says a reviewer decides semantic acceptance
 AWAITING_REVIEWER_VERDICT: Final = "awaiting_reviewer_verdict"
 
 # --- reasons: why it was not released --------------------------------------------------
@@ -67,7 +67,7 @@ METADATA_MISSING: Final = "metadata_missing"
 NO_PROFILE: Final = "no_profile"
 EMPTY_ANSWER: Final = "empty_answer"
 INLINE_REASONING_TEXT: Final = "inline_reasoning_text"
-# issue 26 (robustness): a task-rule pattern ran past its time bound on this answer
+# robustness: a task-rule pattern ran past its time bound on this answer
 RULE_TIMEOUT: Final = "rule_timeout"
 
 # --- structured answers (seeds 000 and 004): released / not released ---------------------
@@ -111,7 +111,7 @@ EMPTY_CHUNK: Final = "empty_chunk"
 EVENT_AFTER_TERMINAL: Final = "event_after_terminal"
 ENDPOINT_ERROR: Final = "endpoint_error"
 
-# issue 19 (seed rules 000/003/004): binding consistency, invalid bytes, envelope
+# seed rules 000/003/004: binding consistency, invalid bytes, envelope
 RECORDED_REQUEST_MISMATCH: Final = "recorded_request_mismatch"
 RECORDED_CONTEXT_MISMATCH: Final = "recorded_context_mismatch"
 BINDING_CORPUS_MISMATCH: Final = "binding_corpus_mismatch"
@@ -147,17 +147,17 @@ SHOWN_BEFORE_RELEASE: Final = "shown_before_release"
 ANSWER_MISMATCH: Final = "answer_mismatch"
 PROGRESS_NOT_FIXED: Final = "progress_not_fixed"
 READBACK_MISMATCH: Final = "readback_mismatch"
-# issue 19 (T8's own failure mode): a frame out of its provider's stream grammar
+# T8's own failure mode: a frame out of its provider's stream grammar
 CONTENT_BEFORE_START: Final = "content_before_start"
 SECOND_MESSAGE_START: Final = "second_message_start"
 SEQUENCE_NUMBER_REGRESSED: Final = "sequence_number_regressed"
 
-# issue 18: a write recorded on one attempt holding another attempt's text; a partial
+# a write recorded on one attempt holding another attempt's text; a partial
 # answer shown as cut off that is not what the policy allows
 MISATTRIBUTED_DESTINATION_WRITE: Final = "misattributed_destination_write"
 CUT_OFF_WRITE_NOT_ALLOWED: Final = "cut_off_write_not_allowed"
 
-# issue 19 (seed 003): a released answer that never reached a required destination
+# seed 003: a released answer that never reached a required destination
 MISSING_DESTINATION_WRITE: Final = "missing_destination_write"
 
 DESCRIPTIONS: Final[dict[str, str]] = {
@@ -195,7 +195,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     DRAIN_RESET: "The transport was reset.",
     SEMANTIC_REJECTED: "The answer failed the task's semantic rule.",
     NO_SEMANTIC_RULE: "The trace carries no semantic rule, so no answer can be accepted.",
-    # issue 26
+    # bounded task-rule patterns
     RULE_TIMEOUT: "A task-rule pattern ran past its time bound on this answer (catastrophic "
                   "backtracking); the answer is neither accepted nor rejected: held.",
     TOOL_USE_NOT_ALLOWED: "A tool call (or tool_use stop reason) in a profile without tools; "
@@ -278,7 +278,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
                     "(faq-endpoint's name for native_failure).",
     TRANSPORT_IO_ERROR: "The transport failed while reading (app-frames' name for "
                         "drain_error); the partial trace is kept, never accepted.",
-    # issue 19 seed rules
+    # the seeds' rules
     RECORDED_REQUEST_MISMATCH: "The request binding's request_sha256 is not the digest of its "
                                "messages (seed 000: a binding is checked before use).",
     RECORDED_CONTEXT_MISMATCH: "The context the bound request supplied is not the binding's "
@@ -339,7 +339,7 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     RUN_FAILED: "The agent run failed; the next reason is seed 001's code.",
     # seed 001's codes (tracestore.agent.codes): run reasons, refusals, findings
     **_AGENT_DESCRIPTIONS,
-    # issue 21: a reviewer decides semantic acceptance ("semantic": "reviewer")
+    # a reviewer decides semantic acceptance ("semantic": "reviewer")
     AWAITING_REVIEWER_VERDICT: "The task's semantic acceptance is decided by a reviewer: a "
                                "reviewer's verdict (tracestore judge) is awaited.",
 }

@@ -163,7 +163,7 @@ def _exception_outcome(fold: AttemptFold) -> _Outcome:
 
 
 def by_reviewer(rule: TaskRule | None) -> bool:
-    """The rule leaves semantic acceptance to a reviewer's recorded verdict (issue 21)."""
+    """The rule leaves semantic acceptance to a reviewer's recorded verdict."""
     return rule is not None and rule.semantic == "reviewer"
 
 
@@ -195,7 +195,7 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
         return _Outcome(R.HELD, (R.EMPTY_ANSWER,))
     bound = fold.profile.max_text_chars
     if bound is not None and len(fold.text()) > bound:
-        # seed 004's stream bound: over it the answer is rejected, never cut (issue 19)
+        # seed 004's stream bound: over it the answer is rejected, never cut
         return _Outcome(R.REJECTED, (R.TOO_LARGE,))
     if fold.structured:
         return _structured_outcome(fold, rule)
@@ -204,7 +204,7 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
     if rule is None or not (rule.answer_patterns or rule.forbidden_patterns):
         return _Outcome(R.HELD, (R.NO_SEMANTIC_RULE,))
     verdict = judge(rule, fold.text())
-    if verdict.timed_out:  # issue 26: a pattern ran past its bound: no verdict, held
+    if verdict.timed_out:  # a pattern ran past its bound: no verdict, held
         return _Outcome(R.HELD, (R.RULE_TIMEOUT,), verdict)
     if verdict.verdict == "accepted":
         return _Outcome(R.RELEASED, (R.NORMAL_NATIVE_ENDING, R.CLEAN_DRAIN, R.SEMANTIC_ACCEPTED),
@@ -227,7 +227,7 @@ def _structured_outcome(fold: AttemptFold, rule: TaskRule | None) -> _Outcome:
 
     binding = fold.bindings.binding
     problem = inconsistency(binding) if binding is not None else None
-    if problem is not None:  # seed 000: a binding is checked before use (issue 19)
+    if problem is not None:  # seed 000: a binding is checked before use
         return _Outcome(R.HELD, (problem[0],))
     verdict = judge_reply(contract, text, context_of(binding) if binding is not None else None)
     if not verdict.ok:

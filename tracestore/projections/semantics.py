@@ -6,7 +6,7 @@ is reviewable data, never Python.  Matching is case-insensitive on NFC-normalise
 Acceptance never requires one exact string: the rule lists facts that must be present and
 statements that must be absent.
 
-Bounded time (issue 26 item 5): patterns are user data running over untrusted model text.
+Bounded time: patterns are user data running over untrusted model text.
 They are matched with the ``regex`` engine and its ``timeout``, so no pattern can hang the
 judge; a search that runs past ``MATCH_TIMEOUT`` seconds is recorded as timed out
 (``Judgement.timed_out``; the release is held with ``rule_timeout``, never released).

@@ -62,9 +62,9 @@ class FrameFailure:
 PARTIAL_PROVIDERS = frozenset({"app-frames"})
 
 #: Wire faults after which a recognized stream of ANY provider keeps its valid prefix as
-#: evidence and the rejection at the fault's byte (issue 19, seed 000's ``invalid`` result:
+#: evidence and the rejection at the fault's byte (seed 000's ``invalid`` result:
 #: the partial trace is kept, never accepted); input with no whole frame before the fault
-#: is refused whole, as before.
+#: is refused whole.
 INVALID_BYTES = frozenset({"invalid_utf8", "prelude_crc_mismatch", "message_crc_mismatch"})
 
 
@@ -121,8 +121,8 @@ def _native_of(frame: Any) -> tuple[str | None, Any]:
     return event_name, strict_loads(text, offset=frame.offset)
 
 
-#: Streams whose shape is recognized but that no normalizer here reads (issue 19: each was
-#: once given a confident wrong label).  ``detect_provider`` refuses them by name.
+#: Streams whose shape is recognized but that no normalizer here reads (read as a near
+#: neighbour, each would get a confident wrong label).  ``detect_provider`` refuses them by name.
 UNSUPPORTED_STREAMS = {
     "openai-completions": "a legacy OpenAI /v1/completions stream (choices[].text)",
     "bedrock-invoke": "a Bedrock InvokeModelWithResponseStream or InvokeAgent event stream "
@@ -212,7 +212,7 @@ def detect_provider(framing: str, first_natives: list[tuple[str | None, Any]]) -
         return "ollama"
     whole_body = error_body_provider(first_natives[0][1]) if len(first_natives) == 1 else None
     if whole_body is not None:
-        return whole_body  # a whole-body JSON error (issue 19)
+        return whole_body  # a whole-body JSON error
     raise InputError("cannot tell the provider from the capture's first events; pass it explicitly",
                      code="unknown_provider", framing=framing)
 
@@ -237,13 +237,13 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
     whole = whole_error_body(data, framing)
     invalid = None
     wire_frames: list[Frame]
-    if whole is not None:  # a whole-body JSON error object (issue 19), compact or pretty
+    if whole is not None:  # a whole-body JSON error object, compact or pretty
         wire_frames, truncation = whole, None
     else:
         try:
             wire_frames, truncation = decode_bytes(data, framing, chunk_size,
                                                    progress=progress)
-        except WireError as exc:  # issue 19 (seed 000): keep the valid prefix of bad bytes
+        except WireError as exc:  # seed 000: keep the valid prefix of bad bytes
             if not keep_partial or exc.code not in INVALID_BYTES or not exc.frames:
                 raise
             wire_frames, truncation, invalid = exc.frames, None, exc
@@ -262,7 +262,7 @@ def read_capture(data: bytes, *, provider: str = "auto", framing: str | None = N
         failure = FrameFailure(invalid.code, invalid.offset, invalid.message)
     if error is not None and provider not in PARTIAL_PROVIDERS:
         raise error
-    if provider == "app-frames" and framing == "ndjson":  # issue 19 (seed 000)
+    if provider == "app-frames" and framing == "ndjson":  # seed 000's application frames
         kept, truncation = complete_lines_only(data, [f for f, _, _ in decoded], truncation)
         decoded = decoded[:len(kept)]
     options = {"expected_binding": expected_binding} if provider == "app-frames" else {}

@@ -1,4 +1,4 @@
-"""A whole HTTP response body that is one JSON error object (issue 19).
+"""A whole HTTP response body that is one JSON error object.
 
 A provider that rejects a request (a bad key, an unknown model) answers with one JSON
 object instead of a stream, compact or pretty-printed: OpenAI ``{"error": {"message",

@@ -45,7 +45,7 @@ def chat_error(native_type: str, err: Any) -> Observation:
 def _content_parts(native_type: str, block: int, parts: list[Any]) -> list[Observation]:
     """Mistral's ``delta.content`` as a list of parts: ``text`` parts are text, ``thinking``
     parts (their ``thinking`` list of text parts) are reasoning, anything else is a form
-    tracestore does not know (issue 19: dropping them released the reasoning's answer)."""
+    tracestore does not know (dropping them would release the reasoning's answer)."""
     out: list[Observation] = []
     for part in parts:
         kind = as_str(part.get("type")) if is_map(part) else None

@@ -5,7 +5,7 @@ value (Python keeps the last, others the first), and ``NaN``/``Infinity`` are no
 all.  Evidence that is ambiguous is refused at the boundary with a typed error that
 points at the frame's byte offset, instead of being silently normalized.
 
-Two more refusals keep "decoded" meaning "storable" (issue 14): a number too large for a
+Two more refusals keep "decoded" meaning "storable": a number too large for a
 float (``1e999`` would parse as infinity and be stored as ``null``) is ``number_out_of_range``,
 and nesting deeper than ``MAX_JSON_DEPTH`` is ``json_too_deep`` -- one bound for parsing,
 storing and printing, instead of the parser's ~1000 and the serializer's ~255.  Lone UTF-16

@@ -1,6 +1,6 @@
 """The live recorder's events as rows to append: each payload's canonical bytes made here,
-once, and no pydantic model per frame (issue 25: recording cost about what the traffic
-costs).
+once, and no pydantic model per frame (a model per frame made recording cost about
+what the traffic itself costs).
 
 A frame's ``frame.received`` payload is one bytes %-formatting of a template serialized
 once per attempt (the ingest's fast path does the same, ``ingest/fast.py``): compact JSON

@@ -61,7 +61,7 @@ _TASK = {"type": ["object", "null"], "additionalProperties": False, "properties"
     "description": {"type": ["string", "null"]},
     "answer_patterns": {"type": "array", "items": {"type": "string"}},
     "forbidden_patterns": {"type": "array", "items": {"type": "string"}},
-    # issue 21: who decides acceptance (the patterns, or a reviewer's `tracestore judge`)
+    # who decides acceptance (the patterns, or a reviewer's `tracestore judge`)
     "semantic": {"enum": ["regex", "reviewer", None]}}}
 
 SCENARIO_SCHEMA: dict[str, Any] = {
@@ -221,7 +221,7 @@ def _check_capture_step(index: int, step: dict[str, Any], provider: str, api: An
 
 def capture_path(scenario: Path, name: str, *, cwd: Path | None = None) -> Path:
     """Where a capture step's file is: beside the scenario, else in the working directory,
-    and never outside the folder it is found in (issue 26).
+    and never outside the folder it is found in.
 
     Refused (``capture_path_escapes``): an absolute path, a ``..`` component, and a name
     that resolves -- through symlinks -- outside that folder.  A scenario from elsewhere

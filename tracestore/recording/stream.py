@@ -227,7 +227,7 @@ class LiveCapture:
     def _decode(self, data: bytes | None) -> list[Any]:
         """The decoder's frames of ``data`` (``None``: its end).  A recognized stream that
         turns invalid (bad UTF-8, a CRC mismatch) keeps the frames before the fault, as
-        ``ingest`` does (seed 000, issue 19): the rejection is recorded at its byte and the
+        ``ingest`` does (seed 000): the rejection is recorded at its byte and the
         rest of the body is stored unread.  With no frame before the fault it is refused."""
         assert self._decoder is not None
         try:

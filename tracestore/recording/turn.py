@@ -1,4 +1,4 @@
-"""Turn scopes and per-response handles for the SDK capture wrappers (issue 18).
+"""Turn scopes and per-response handles for the SDK capture wrappers.
 
     with rec.turn("turn-42", task=rule) as turn:         # every streamed SDK call inside
         stream = client.chat.completions.create(..., stream=True)   # is an attempt of it

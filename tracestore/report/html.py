@@ -7,7 +7,7 @@ still the defence: every model text goes through Jinja2's autoescape and none is
 safe.  Before escaping, every value shown goes through the one neutralizer
 (``tracestore.text.neutralize.visible``, the terminal's and the records'): NUL, ESC, C1 controls
 such as the 8-bit CSI U+009B, bidi controls, U+2028/9 and lone surrogates become visible
-``\\xNN`` / ``\\uNNNN`` text, never raw bytes in the page (issue 26 item 3).
+``\\xNN`` / ``\\uNNNN`` text, never raw bytes in the page.
 """
 
 from __future__ import annotations

@@ -336,7 +336,7 @@ def _describe(stored: StoredEvent) -> tuple[str, str, str | None]:
                 event.value)
     if kind == "review.approved":
         # Names the record it approved: the report may show another template's record,
-        # which this approval does not cover (issue 21).
+        # which this approval does not cover.
         return "review", f"{event.template} record approved by {event.reviewer}", None
     if kind == "capture.segment":
         return "segment", f"capture segment {event.framing}", f"{event.size} bytes"

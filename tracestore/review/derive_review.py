@@ -65,7 +65,7 @@ _AGAIN = (R.DUPLICATE_HISTORY_ENTRY, R.REPEATED_DESTINATION_WRITE)
 
 
 def _shortfall(ctx: ReviewContext) -> list[str]:
-    """Issue 19 (seed 003), per destination: a required one the released answer never
+    """Seed 003, per destination: a required one the released answer never
     reached — ``history: MISSING (required by …)`` — and one written more than once —
     ``history: WRITTEN AGAIN at #14 (once expected)`` — from the audit's own violations."""
     mine = [v for v in ctx.report.violations if v.attempt_id == ctx.attempt_id]

@@ -143,7 +143,7 @@ def load_template(name: str = DEFAULT_TEMPLATE) -> Template:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         # ValueError: JSON syntax and 5,000-digit numbers; RecursionError: 100k-deep nesting
-        # (issue 26's hostile-input suite), both plain invalid templates.
+        # (hostile input), both plain invalid templates.
         raise InputError(f"template {name!r} is not valid JSON: {str(exc)[:200]}",
                          code="invalid_template", template=name) from None
     return parse_template(data, name=name)

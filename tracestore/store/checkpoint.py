@@ -85,7 +85,7 @@ def write_key_pair(path: Path) -> Path:
     """Write the private key to ``path`` (mode 0600) and the public key to ``path.pub``;
     return the public key's path.
 
-    Never overwritten, never half-written (issue 26): each key is written and synced to a
+    Never overwritten, never half-written: each key is written and synced to a
     fresh temp file in the same folder, then hard-linked to its name -- ``link`` fails when
     the name exists, *including as a symlink* (a ``FILE.pub`` planted as a link to another
     file is refused, never written through), and a full disk fails before any key file

@@ -2,7 +2,7 @@
 for a SQLite file a small pool of plain ``sqlite3`` connections for one-statement reads.
 
 Building the two engines (writer with ``BEGIN IMMEDIATE``, reader) and checking the schema
-through them cost ~0.8 ms, more than the indexed query a reviewer's filter is (issue 21).
+through them cost ~0.8 ms, more than the indexed query a reviewer's filter is.
 A SQLite file whose schema is current opens on ONE plain connection with ONE statement
 (``migrate.is_current_quick``); reads that are one statement (``fetch_driver``) or a few in
 one snapshot (``driver_reads``) run on such connections, and the engines are built only when

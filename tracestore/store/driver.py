@@ -2,7 +2,7 @@
 
 An append into a SQLite file used to begin on SQLAlchemy's writer engine; importing
 SQLAlchemy alone (~0.1-0.2 s of CPU) was then most of what ``tracestore ingest`` of a small
-file cost, and 5-9% of a 100,000-frame one (issue 25).  Every statement the append path
+file cost, and 5-9% of a 100,000-frame one.  Every statement the append path
 runs is driver SQL already (``exec_driver_sql``: the row inserts, the id range look-ups,
 the audit index's follow-up), so :class:`DriverConnection` gives that path the few
 methods of a SQLAlchemy ``Connection`` it uses, on a ``sqlite3`` connection set up as the

@@ -11,7 +11,7 @@ SQLite facts that shape this module (see docs/store.md):
   writers and never take the write lock.
 * WAL persists in the file; ``busy_timeout`` and ``synchronous`` are per connection.
 * Read-only commands (``verify``, ``events``, ``export`` …) open a SQLite file read-only
-  (issue 26 item 7): ``file:…?mode=ro``, and on an archive nobody can write -- neither the
+  (an archive must verify without write access): ``file:…?mode=ro``, and on an archive nobody can write -- neither the
   file nor its folder writable, no ``-wal`` file beside it -- also ``immutable=1``, because
   a WAL database otherwise needs to create its ``-shm`` file next to it.  Nothing is
   written: no WAL switch, no migration.

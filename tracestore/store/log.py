@@ -82,7 +82,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         # A SQLite file whose schema is current opens with ONE plain sqlite3 connection and
         # one statement: the engines are built on first use (the queue's filters and most
         # reads of one attempt never need them; building two cost ~0.8 ms, more than the
-        # indexed query itself -- issue 21).
+        # indexed query itself).
         current = False
         if self._sqlite_path is not None and (read_only or migrate_schema):
             current = self._quick_current()
@@ -244,7 +244,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         versions: dict[str, int] | None = None,
     ) -> list[AppendResult | TracestoreError]:
         """``append_groups`` of events whose payloads are already their canonical bytes
-        and whose ids are fresh (a live recorder's frames, issue 25): every group in ONE
+        and whose ids are fresh (a live recorder's frames): every group in ONE
         transaction with ONE insert of all their rows -- no savepoint, model, payload
         serialization or id look-up per group, and the head read once.
 

@@ -1,4 +1,4 @@
-"""PostgreSQL bulk writes for the event log (issue 25 item 3).
+"""PostgreSQL bulk writes for the event log.
 
 A large append sends its event rows with ``COPY ... FROM STDIN`` (psycopg's
 ``cursor.copy``, text format) instead of ``executemany``: the rows are the same tuples the

@@ -33,7 +33,7 @@ from tracestore.store.chain import GENESIS_HASH, Expected, VerifyResult, chain_h
 from tracestore.store.schema import blobs, events
 
 # Events that name raw bytes in ts_blobs by sha256: an ingested capture, a live segment.
-# Issue 21: a reviewer's attached receipt (``evidence.attached``) names its bytes the same way.
+# a reviewer's attached receipt (``evidence.attached``) names its bytes the same way.
 _CAPTURE_TYPES = frozenset({"capture.stored", "capture.segment", "evidence.attached"})
 _TEXT_COLUMNS = ("id", "stream", "type", "recorded_at", "trace_id", "payload", "hash")
 

@@ -1,4 +1,4 @@
-"""Secrets never printed (issue 26 item 6): passwords masked in every error and log line.
+"""Secrets never printed: passwords masked in every error and log line.
 
 A database URL's password (``postgresql://alice:S3cretPw@host/db``) reached stderr through a
 driver message on one path.  Every line tracestore prints about an error goes through

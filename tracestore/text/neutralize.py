@@ -1,4 +1,4 @@
-"""The one neutralizer for untrusted text in every output (issue 26).
+"""The one neutralizer for untrusted text in every output.
 
 Model text, native strings, ids and reviewer values reach a terminal, Markdown, an HTML page
 and JSON lines.  In each of them the same characters are made inert -- one pattern,
