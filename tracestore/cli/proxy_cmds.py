@@ -58,7 +58,8 @@ def proxy(
     try:
         from tracestore.proxy.app import proxy_app
     except ModuleNotFoundError as exc:  # starlette, uvicorn or httpx missing
-        raise InputError(f"the proxy needs {exc.name}: pip install 'tracestore[proxy]'",
+        raise InputError(f"the proxy needs {exc.name}, which tracestore installs: pip "
+                         "install --upgrade --force-reinstall tracestore",
                          code="missing_dependency") from exc
     from tracestore.proxy.writer import ProxyRecording
     from tracestore.recording.recorder import Recorder, as_task_rule

@@ -71,7 +71,8 @@ def serve(
         from tracestore.serve.server import bind
         from tracestore.serve.server import serve as run
     except ModuleNotFoundError as exc:  # starlette, uvicorn or jinja2 missing
-        raise InputError(f"the desk needs {exc.name}: pip install 'tracestore[serve]'",
+        raise InputError(f"the desk needs {exc.name}, which tracestore installs: pip "
+                         "install --upgrade --force-reinstall tracestore",
                          code="missing_dependency") from exc
     from tracestore.store.engine import cannot_write, resolve_url
 

@@ -1,4 +1,4 @@
-"""Every line of an export checked as the store would have written it (issue 26 items 4, 9).
+"""Every line of an export checked as the store would have written it.
 
 ``import`` used to trust what parsed: 100,000-deep nesting and 5,000-digit integers crashed
 the parser, a version of 2**63 the driver, ``schema_version: -1`` the upcaster; positions of

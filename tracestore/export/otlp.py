@@ -167,7 +167,7 @@ _SURROGATES = re.compile("[\ud800-\udfff]")
 
 def inert(value: Any) -> Any:
     """What a span carries: ``clean``, then every control and bidi character shown as an
-    escape, as in every other output (``tracestore.text.neutralize``; issue 26) -- a trace viewer
+    escape, as in every other output (``tracestore.text.neutralize``) -- a trace viewer
     draws model text, and an ESC or U+202E there must not act."""
     value = clean(value)
     if isinstance(value, str):

@@ -2,7 +2,7 @@
 
 Creating a store ran the four migrations through Alembic: importing Alembic (and the Mako
 and Pygments it loads) and running them cost ~0.15 s of CPU, more than a tenth of a
-100,000-frame ingest into a new file (issue 25 item 2).  ``STATEMENTS`` is what the
+100,000-frame ingest into a new file.  ``STATEMENTS`` is what the
 migrations produce on an empty SQLite file -- every ``sqlite_master`` entry's own SQL text,
 in creation order, then every row they insert -- dumped from a database Alembic migrated
 (``dump``).  ``upgrade`` replays it, in the same write transaction, on an EMPTY SQLite
