@@ -47,6 +47,8 @@ class TaskRule(BaseModel):
 
 
 class TraceOpened(_Event):
+    """A trace opens: one user question, the rule its answers are judged by, and where it came from."""
+
     type: Literal["trace.opened"] = "trace.opened"
     trace_id: str
     "The trace: one user question and every attempt made to answer it."
@@ -61,6 +63,8 @@ class TraceOpened(_Event):
 
 
 class AttemptStarted(_Event):
+    """One attempt to answer the trace's question starts: the API, the reader bound to it, the request settings and the attempt it retries."""
+
     type: Literal["attempt.started"] = "attempt.started"
     attempt_id: str
     trace_id: str
@@ -77,6 +81,8 @@ class AttemptStarted(_Event):
 
 
 class CaptureStored(_Event):
+    """The raw bytes of a whole capture, stored once by their sha256; frames point into them."""
+
     type: Literal["capture.stored"] = "capture.stored"
     attempt_id: str
     sha256: str
@@ -88,6 +94,8 @@ class CaptureStored(_Event):
 
 
 class FrameReceived(_Event):
+    """One decoded provider frame of an attempt: the native object exactly as decoded, what it means (its kinds) and where its bytes are."""
+
     type: Literal["frame.received"] = "frame.received"
     attempt_id: str
     api: str
@@ -109,6 +117,8 @@ class FrameReceived(_Event):
 
 
 class LocalStopped(_Event):
+    """The user or the application stopped reading the attempt (a local Stop), at this point in the stream."""
+
     type: Literal["local.stopped"] = "local.stopped"
     attempt_id: str
     reader: str | None = None
@@ -118,6 +128,8 @@ class LocalStopped(_Event):
 
 
 class TransportDrained(_Event):
+    """How the attempt's transport ended: ``clean``, ``eof``, ``error`` or ``reset``, with what the bytes or the exception showed."""
+
     type: Literal["transport.drained"] = "transport.drained"
     attempt_id: str
     outcome: DrainOutcome
@@ -127,6 +139,8 @@ class TransportDrained(_Event):
 
 
 class SemanticJudged(_Event):
+    """A verdict on whether a candidate answer meets the task rule: the rule's own, or a person's (signed)."""
+
     type: Literal["semantic.judged"] = "semantic.judged"
     attempt_id: str
     verdict: Literal["accepted", "rejected"]
@@ -148,6 +162,8 @@ class SemanticJudged(_Event):
 
 
 class ReleaseDecided(_Event):
+    """The final release decision of an attempt, as the pure judge derived it from the events before it: status, reasons, the answer and the policy and rule versions."""
+
     type: Literal["release.decided"] = "release.decided"
     attempt_id: str
     eligible: bool

@@ -35,6 +35,8 @@ class CaptureSegment(_Event):
 
 
 class DestinationWritten(_Event):
+    """What was written to a destination (ui, history, export, copy, progress), by the harness on release or as the application reported it."""
+
     type: Literal["destination.written"] = "destination.written"
     attempt_id: str
     destination: Destination
@@ -158,6 +160,8 @@ class RunGraded(_Event):
 
 
 class ReviewFieldSet(_Event):
+    """A reviewer sets one field of an attempt's review record, with the evidence positions it rests on (signed when the store uses keys)."""
+
     type: Literal["review.field_set"] = "review.field_set"
     attempt_id: str
     template: str
@@ -173,6 +177,8 @@ class ReviewFieldSet(_Event):
 
 
 class ReviewApproved(_Event):
+    """A reviewer approves an attempt's review record as it stood (its digest), independent of those who set its fields."""
+
     type: Literal["review.approved"] = "review.approved"
     attempt_id: str
     template: str
