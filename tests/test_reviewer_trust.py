@@ -5,6 +5,7 @@ registration is signed by an admin; ``verify`` walks the registrations."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,23 @@ def test_a_store_registered_before_signing_keeps_verifying(tmp_path: Path, db: P
     assert _add(db, "third", third, "--by-key", str(first))[0] == 0
     assert _add(db, "fourth", _keygen(tmp_path, "fourth"))[0] == 5
     assert run("verify", db=db)[0] == 0
+
+
+def test_the_desk_shows_who_registered_whom(tmp_path: Path, db: Path,
+                                             team: dict[str, Path]) -> None:
+    from starlette.testclient import TestClient
+
+    from tracestore.serve.app import DeskConfig, desk_app
+
+    with EventStore(f"sqlite:///{db}", create=False) as store:
+        app = desk_app(DeskConfig(db=str(db), port=8765), store)
+        with TestClient(app, base_url="http://127.0.0.1:8765") as client:
+            page = client.get("/reviewers")
+            assert page.status_code == 200
+            assert 'href="/reviewers"' in client.get("/").text
+    owner_id = key_id(load_key(team["owner"].read_bytes()))
+    rows = dict(re.findall(r'<tr data-reviewer="(\w+)">.*?<td data-col="registered-by">'
+                           r'(.*?)</td>', page.text, flags=re.S))
+    assert rows == {"owner": "the store&#39;s first key: its owner",
+                    "alice": f"owner (key {owner_id})", "bob": f"owner (key {owner_id})"}
+    assert "Unsigned reviews: <strong>refused</strong>" in page.text

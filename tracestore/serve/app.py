@@ -256,6 +256,7 @@ def desk_app(config: DeskConfig, store: Any) -> Any:
     routes = [
         Route("/", partial(pages.index, desk), methods=["GET"]),
         Route("/static/report.css", pages.stylesheet, methods=["GET"]),
+        Route("/reviewers", partial(pages.reviewers, desk), methods=["GET"]),
         Route("/trace/{trace_id:path}", partial(pages.trace, desk), methods=["GET"]),
         Route("/attempt/{attempt_id:path}", partial(pages.attempt, desk), methods=["GET"]),
         Route("/events/{attempt_id:path}", partial(pages.events, desk), methods=["GET"]),

@@ -121,6 +121,31 @@ async def attempt(desk: Desk, request: Any) -> Any:
     return _see(f"/trace/{_q(trace_id)}?attempt={_q(attempt_id)}")
 
 
+async def reviewers(desk: Desk, request: Any) -> Any:
+    """The reviewer registry: each key, whether it is an admin, and who registered it."""
+    from tracestore.report.html import render_page
+    from tracestore.review.signing import REVIEWERS_STREAM, SETTINGS_STREAM, registry_of
+
+    stored = desk.store.read(stream=REVIEWERS_STREAM)
+    registry = registry_of([*stored, *desk.store.read(stream=SETTINGS_STREAM)])
+    first = next(iter(registry.keys), None)
+    rows = []
+    for event in stored:
+        added = event.event
+        signer = registry.keys.get(added.signed_by or "")
+        if added.signed_by is not None:
+            by = f"{signer.name if signer else '?'} (key {added.signed_by})"
+        elif added.key_id == first:
+            by = "the store's first key: its owner"
+        else:
+            by = "unsigned: registered before this store signed registrations"
+        rows.append({"name": added.name, "key_id": added.key_id, "position": event.position,
+                     "admin": added.key_id in registry.admins, "by": by})
+    return _html(render_page("reviewers.html.j2", version=desk.version,
+                             desk=desk.context(request), rows=rows,
+                             unsigned="accepted" if registry.unsigned_allowed else "refused"))
+
+
 async def events(desk: Desk, request: Any) -> Any:
     """A stretch of one attempt's events, each with its native JSON (what a folded run
     of a long attempt leaves out of the trace page)."""
