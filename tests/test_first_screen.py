@@ -72,7 +72,7 @@ def test_the_command_list_follows_the_reviewers_workflow(tmp_path: Path) -> None
     text = shown.stdout + shown.stderr
     sections = re.findall(r"^([A-Z][A-Za-z ]+):$", text, flags=re.M)
     assert sections == ["Options", "Record", "Find", "Judge", "Review", "Export",
-                        "The store"]
+                        "Test your app", "The store"]
     listed = re.findall(r"^  ([a-z][a-z-]+)  ", text, flags=re.M)
     assert sorted(listed) == sorted(COMMAND_HOMES)
     record = text.split("\nRecord:\n", 1)[1].split("\n\n", 1)[0]

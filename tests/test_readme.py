@@ -71,7 +71,7 @@ DOC_PAGES = {
     "README.md": 9, "docs/tutorial.md": 10, "docs/how-to/record-captures.md": 5,
     "docs/how-to/record-python.md": 5, "docs/how-to/structured-answers.md": 5,
     "docs/how-to/agent-runs.md": 5, "docs/how-to/export.md": 4,
-    "docs/how-to/gate-ci.md": 4,
+    "docs/how-to/gate-ci.md": 4, "docs/how-to/test-your-app.md": 1,
 }
 
 

@@ -243,6 +243,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Judge", ("judge", "contract", "grade")),
     ("Review", ("review", "review-batch", "reviews", "reviewer", "templates")),
     ("Export", ("export",)),
+    ("Test your app", ("mock",)),
     ("The store", ("init", "verify", "checkpoint", "scenario-schema")),
 )
 WORKFLOW_OF = {name: section for section, names in WORKFLOW for name in names}

@@ -10,6 +10,21 @@ from typing import Final
 
 from tracestore.error_codes.entry import _code
 
+# -- tracestore mock (a scenario refused before serving; HTTP error bodies in the provider's
+#    own shape) --------------------------------------------------------------------------
+INVALID_MOCK_SCENARIO: Final = _code("invalid_mock_scenario", 2, "The mock's scenario file is "
+    "not JSON or does not follow its schema (tracestore mock --schema).")
+MOCK_FAULT_OUT_OF_RANGE: Final = _code("mock_fault_out_of_range", 2, "A scripted fault is aimed "
+    "past the end of its exchange's capture.")
+REPLAY_REQUEST_MISMATCH: Final = _code("replay_request_mismatch", None, "Mock, HTTP 400: the "
+    "request body differs from the recorded one (the message names the first field).")
+REPLAY_EXHAUSTED: Final = _code("replay_exhausted", None, "Mock, HTTP 409: every recorded "
+    "exchange for the path has been played.")
+REPLAY_NO_EXCHANGE: Final = _code("replay_no_exchange", None, "Mock, HTTP 404: no recorded "
+    "exchange answers the request path.")
+MOCK_FAULT: Final = _code("mock_fault", None, "Mock: a scripted HTTP error status (the "
+    "scenario's faults.status).")
+
 # -- tracestore proxy (HTTP error bodies; the exit code is the command's) --------------------
 INVALID_LISTEN: Final = _code("invalid_listen", 2, "The --listen value is not HOST:PORT.")
 INVALID_ROUTE: Final = _code("invalid_route", 2, "A --route is not PREFIX=URL.")

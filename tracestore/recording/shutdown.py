@@ -81,6 +81,13 @@ def _at_exit() -> None:
         _quietly(lambda recorder=recorder: _cut_recorder(recorder))
 
 
+def flush_transports() -> None:
+    """Wait until every recording transport of this process has recorded what its
+    application received so far (a test's assertion reads the store right after)."""
+    for owner in list(_transports):
+        _bounded(owner.flush)
+
+
 def _cut_transport(owner: Any) -> None:
     """Each body still being read: a reset drain (through the writer it was recorded by)."""
     with owner.state_lock:
@@ -117,4 +124,4 @@ def _bounded(work: Any) -> None:
     thread.join(EXIT_FLUSH_S)
 
 
-__all__ = ["EXIT_DETAIL", "watch_recorder", "watch_transport"]
+__all__ = ["EXIT_DETAIL", "flush_transports", "watch_recorder", "watch_transport"]

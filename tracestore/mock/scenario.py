@@ -1,0 +1,128 @@
+"""What ``tracestore mock`` plays: a scenario file of exchanges, each a real capture to send
+back (the response body bytes an application once received), the request it answers
+(matched exactly, or by path alone) and the faults to inject while sending it.
+
+The file's JSON Schema is published (``tracestore mock --schema``); a scenario that does
+not validate, names a capture that cannot be read, or aims a fault past the end of its
+capture is refused with a typed error before the server starts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tracestore.errors import InputError
+
+#: The largest capture a mock plays (the same bound as ``tracestore ingest``'s input).
+MAX_CAPTURE_BYTES = 256 * 1024 * 1024
+
+
+class Faults(BaseModel):
+    """What goes wrong while one exchange is answered (nothing, by default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: int | None = Field(None, ge=400, le=599, description=(
+        "Answer with this HTTP status and the provider's own error body instead of the "
+        "stream (429, 500, 529 ...)."))
+    retry_after: int | None = Field(None, ge=0, le=3600, description=(
+        "Seconds for a Retry-After header with `status`."))
+    chunk_bytes: int = Field(256, ge=1, le=1 << 20, description=(
+        "Bytes per write of the body."))
+    delay_ms: float = Field(0.0, ge=0, le=60_000, description=(
+        "Pause before each write after the first."))
+    stall_at_byte: int | None = Field(None, ge=0, description=(
+        "Stop sending at this body byte for `stall_ms`, then go on."))
+    stall_ms: float = Field(0.0, ge=0, le=600_000)
+    cut_at_byte: int | None = Field(None, ge=0, description=(
+        "Send the body up to this byte, then reset the connection (the transport breaks)."))
+    keep_sending_after_disconnect: bool = Field(False, description=(
+        "When the client goes away, go on producing the rest of the stream, terminal "
+        "included, as a provider that never heard of the cancel does; the log records the "
+        "byte at which the client left either way."))
+
+
+class Exchange(BaseModel):
+    """One request the mock answers, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(..., min_length=1, description=(
+        "The request path this exchange answers (e.g. /v1/chat/completions); a path that "
+        "ends with it matches, so a base URL prefix such as /openai is allowed."))
+    capture: str = Field(..., min_length=1, description=(
+        "The response body to play: a capture file, relative to the scenario file."))
+    content_type: str | None = Field(None, description=(
+        "The response's content type; by default from the capture's extension."))
+    request: dict[str, Any] | None = Field(None, description=(
+        "The request body this exchange answers, compared exactly (as canonical JSON); "
+        "another body gets `replay_request_mismatch`. None: any body on this path."))
+    ignore_fields: list[str] = Field(default_factory=list, description=(
+        "Top-level request fields left out of the comparison (none unless named)."))
+    faults: Faults = Field(default_factory=lambda: Faults.model_validate({}))
+
+
+class MockScenario(BaseModel):
+    """Exchanges in the order they are answered: each is used once; a request on a path
+    whose exchanges are all used gets `replay_exhausted`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    exchanges: list[Exchange] = Field(..., min_length=1)
+
+
+CONTENT_TYPES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson",
+                 ".json": "application/json", ".bin": "application/vnd.amazon.eventstream",
+                 ".txt": "text/event-stream"}
+
+
+def schema() -> dict[str, Any]:
+    return MockScenario.model_json_schema()
+
+
+def load(path: Path) -> tuple[MockScenario, list[bytes]]:
+    """The scenario and each exchange's capture bytes, or a typed error (nothing served)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the mock scenario {path}: {exc.strerror}",
+                         code="file_not_found", path=str(path)) from None
+    try:
+        scenario = MockScenario.model_validate(json.loads(raw))
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()
+        raise InputError(f"{path} is not a mock scenario: {' '.join(first[:3])}",
+                         code="invalid_mock_scenario", path=str(path)) from None
+    bodies = []
+    for index, exchange in enumerate(scenario.exchanges):
+        capture = (path.parent / exchange.capture)
+        try:
+            if capture.stat().st_size > MAX_CAPTURE_BYTES:
+                raise InputError(f"exchange {index}: {capture} is over "
+                                 f"{MAX_CAPTURE_BYTES} bytes", code="input_too_large")
+            body = capture.read_bytes()
+        except OSError as exc:
+            raise InputError(f"exchange {index}: cannot read capture {capture}: "
+                             f"{exc.strerror}", code="file_not_found",
+                             path=str(capture)) from None
+        for name in ("cut_at_byte", "stall_at_byte"):
+            at = getattr(exchange.faults, name)
+            if at is not None and at > len(body):
+                raise InputError(f"exchange {index}: {name} {at} is past the end of its "
+                                 f"capture ({len(body)} bytes)", code="mock_fault_out_of_range",
+                                 exchange=index)
+        bodies.append(body)
+    return scenario, bodies
+
+
+def content_type(exchange: Exchange) -> str:
+    if exchange.content_type:
+        return exchange.content_type
+    return CONTENT_TYPES.get(Path(exchange.capture).suffix, "application/octet-stream")
+
+
+__all__ = ["Exchange", "Faults", "MockScenario", "content_type", "load", "schema"]
