@@ -6,7 +6,9 @@ provider produces tokens).  Attempt 1 is stopped by the application after a few 
 (closing the stream early records a Stop); attempt 2 retries it, reads to the end and is
 released; the application writes its destinations through the attempt handles.  The store's
 recorded times and the application's own clock are what the recorder saw; the turn is
-exported with ``--content`` to Phoenix (``phoenixhelp``: skipped without
+recorded with its prompt (``Recorder(record_prompts=True)``) and exported with
+``--content`` to Phoenix, whose attempt spans then show the input messages (and without
+``--content`` none) (``phoenixhelp``: skipped without
 ``TRACESTORE_PHOENIX``, failed under ``CI=true``) and read back through its REST API.
 """
 
@@ -41,6 +43,9 @@ STOP_AFTER = 2
 #: Nanoseconds two clocks may disagree: the writer records a chunk a pause after it arrived.
 SLACK_NS = 50_000_000
 TASK = {"answer_patterns": [r"\bParis\b"]}
+#: ``MESSAGES`` as the GenAI conventions' ``gen_ai.input.messages`` spell them.
+INPUT = [{"role": m["role"], "parts": [{"type": "text", "content": m["content"]}]}
+         for m in MESSAGES]
 
 
 @dataclass
@@ -88,7 +93,7 @@ def record_turn(db: Path, trace_id: str, *, leak: bool) -> Lived:
     lived = Lived(trace_id)
     with CaptureServer() as server:
         server.routes["/v1/chat/completions"] = route_for(CAPTURE, by_event=True, pace=PACE)
-        rec = Recorder(f"sqlite:///{db}")
+        rec = Recorder(f"sqlite:///{db}", record_prompts=True)
         transport = RecordingTransport()
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="test", max_retries=0,
                                http_client=httpx2.Client(transport=transport))
@@ -120,6 +125,20 @@ def record_turn(db: Path, trace_id: str, *, leak: bool) -> Lived:
             rec.close()
     gc.collect()
     return lived
+
+
+def input_messages(attrs: dict) -> list[tuple[str, str]]:
+    """OpenInference's ``llm.input_messages.N.message.*`` as (role, content) pairs, from
+    the flattened attributes or from the list Phoenix nests them into."""
+    nested = attrs.get("llm.input_messages")
+    if isinstance(nested, list):
+        return [(m["message"]["role"], m["message"]["content"]) for m in nested]
+    out, i = [], 0
+    while f"llm.input_messages.{i}.message.role" in attrs:
+        prefix = f"llm.input_messages.{i}.message"
+        out.append((attrs[f"{prefix}.role"], attrs[f"{prefix}.content"]))
+        i += 1
+    return out
 
 
 def _ns(stamp: str) -> int:
@@ -201,14 +220,15 @@ def test_a_live_turn_reaches_phoenix_with_its_real_times(
     for seen in (old, new):
         span = spans[seen.attempt_id]
         attrs = span["attributes"]
-        # Which model was asked and which answered.  The recording transport keeps a
-        # request's settings and never its prompt (docs/recording.md), so even with
-        # --content no input message reaches the viewer.
+        # Which model was asked and which answered, and what it was asked: the recorder
+        # keeps prompts (record_prompts=True), so with --content the request's messages
+        # reach the viewer as the GenAI and OpenInference conventions spell them.
         assert attrs["llm.model_name"] == attrs["gen_ai.response.model"] == "gpt-5-2025-08-07"
         assert attrs["gen_ai.request.model"] == "gpt-5"
         assert json.loads(attrs["llm.invocation_parameters"])["model"] == "gpt-5"
-        assert not [k for k in attrs if k.startswith(("llm.input_messages", "input.",
-                                                      "gen_ai.input"))]
+        assert json.loads(attrs["gen_ai.input.messages"]) == INPUT
+        assert json.loads(attrs["input.value"]) == INPUT
+        assert input_messages(attrs) == [(m["role"], m["content"]) for m in MESSAGES]
         assert attrs["output.value"] == seen.text
         # Real times: the span runs as the recorder saw the attempt run.
         assert attrs["tracestore.timing"] == "recorded"
@@ -230,3 +250,26 @@ def test_a_live_turn_reaches_phoenix_with_its_real_times(
     assert _ns(spans[new.attempt_id]["start_time"]) >= _ns(spans[old.attempt_id]["end_time"])
     assert (_ns(root["start_time"]), _ns(root["end_time"])) == (
         _ns(spans[old.attempt_id]["start_time"]), _ns(spans[new.attempt_id]["end_time"]))
+
+
+def test_without_content_a_recorded_prompt_stays_home(
+        tmp_path: Path, phoenix: str,  # noqa: F811 - the fixture
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same turn, its prompt recorded, exported without ``--content``: Phoenix gets the
+    model and no input message (a fresh trace: Phoenix keeps the first copy of a span)."""
+    db = tmp_path / "bare.db"
+    lived = record_turn(db, "live-bare", leak=False)
+    assert lived.statuses == ["stopped", "released"]
+    project = f"tracestore-bare-{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", f"openinference.project.name={project}")
+    code, _, err = run("export", "--format", "otlp", "--endpoint", phoenix + "/v1/traces",
+                       db=db)
+    assert code == 0, err
+    stored = phoenix_spans(phoenix, project, 3)
+    assert len(stored) == 3
+    attempts = [s for s in stored if "tracestore.attempt_id" in s["attributes"]]
+    assert {s["attributes"]["gen_ai.request.model"] for s in attempts} == {"gpt-5"}
+    for span in stored:
+        assert not [k for k in span["attributes"]
+                    if k.startswith(("llm.input_messages", "input.", "gen_ai.input"))]
+        assert MESSAGES[1]["content"] not in json.dumps(span)

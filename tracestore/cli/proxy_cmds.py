@@ -35,6 +35,10 @@ def proxy(
         "--secret-field", metavar="NAME",
         help="Never store the value of request fields with this name either (repeatable; "
              "added to api_key, token, password … and $TRACESTORE_SECRET_FIELDS).")] = None,
+    record_prompts: Annotated[bool, typer.Option(
+        "--record-prompts",
+        help="Also keep each request's prompt (messages, system text) with its settings, "
+             "credentials redacted, at most 64 KiB each; off by default.")] = False,
     db: DbOption = None,
 ) -> None:
     """Forward requests to the upstream byte for byte and record every streamed response."""
@@ -65,7 +69,8 @@ def proxy(
     from tracestore.recording.recorder import Recorder, as_task_rule
 
     rule = as_task_rule(task)
-    with Recorder(db, secret_fields=secret_field or ()) as recorder:  # an unreachable database fails here, before serving
+    with Recorder(db, secret_fields=secret_field or (),
+                  record_prompts=record_prompts) as recorder:  # an unreachable database fails here, before serving
         recording = ProxyRecording(recorder, task=rule)
         application = proxy_app(routes, recording, timeout=timeout)
         shown = ", ".join(f"{p or '/'} -> {u}" for p, u in routes)

@@ -61,7 +61,8 @@ _SETTINGS = ("inferenceConfig", "generationConfig", "options")
 #: Request keys that hold what was said (messages, system text, tools): content, never a
 #: parameter.
 _SAID = frozenset({"messages", "contents", "input", "system", "instructions",
-                   "systemInstruction", "prompt", "tools", "toolConfig", "tool_choice"})
+                   "systemInstruction", "prompt", "tools", "toolConfig", "tool_choice",
+                   "system_instruction", "prompt_cut"})
 
 
 def request(events: Sequence[StoredEvent]) -> dict[str, Any]:

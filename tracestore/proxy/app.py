@@ -206,6 +206,13 @@ class Proxy:
             response.close()  # an unfinished body closes the upstream connection
         return None
 
+    def _settings(self, upstream: httpx.Request) -> dict:
+        """The request's settings, and its prompt when the recorder keeps prompts."""
+        recorder = getattr(self.recording, "recorder", None)
+        return request_settings(upstream,
+                                prompts=bool(getattr(recorder, "record_prompts", False)),
+                                fields=getattr(recorder, "secret_fields", None))
+
     def _unanswered(self, upstream: httpx.Request, body: bytes, meta: dict,
                     exc: BaseException) -> None:
         """A streaming request whose upstream never answered: an attempt drained ``error``."""
@@ -215,7 +222,7 @@ class Proxy:
         if api == "auto":
             return
         record = StreamRecord(self.recording, api=api, framing=None,
-                              settings=request_settings(upstream), **meta)
+                              settings=self._settings(upstream), **meta)
         record.open()
         record.upstream_broke(exc, reset=False)
 
@@ -231,7 +238,7 @@ class Proxy:
                 encoding == "identity" or decode.inflate is not None):
             record = StreamRecord(self.recording, api=api_for_path(upstream.url.path),
                                   framing=_STREAM_TYPES.get(ctype),
-                                  settings=request_settings(upstream), **meta)
+                                  settings=self._settings(upstream), **meta)
             headers += [(ATTEMPT_HEADER.encode(), meta["attempt_id"].encode()),
                         (TRACE_HEADER.encode(), meta["trace_id"].encode())]
             record.open()

@@ -7,8 +7,8 @@
 
 botocore hands the application parsed events, decoded from the raw AWS event-stream body
 it reads from the connection.  ``record_bedrock`` registers two handlers on the client's
-event system: one keeps the call's settings (model id, inference configuration — never
-the messages), one wraps the raw body so the bytes are recorded exactly as botocore reads
+event system: one keeps the call's settings (model id, inference configuration; the
+messages and system text only when the recorder keeps prompts, ``recording.prompts``), one wraps the raw body so the bytes are recorded exactly as botocore reads
 them.  The rules are those of ``httpx_capture`` (shared in ``body``): a chunk is recorded when the next one is
 read, closing the stream early (``response["stream"].close()``) records a local Stop, a
 read error drains ``reset`` (connection broke) or ``error`` with the exception class, and a
@@ -75,6 +75,8 @@ class BedrockRecording(BodyRecording):
         context["tracestore_settings"] = {
             "endpoint": "converse-stream",
             **{k: v for k, v in params.items() if k not in _CONTENT_PARAMS}}
+        context["tracestore_prompt"] = {k: params[k] for k in ("messages", "system")
+                                        if k in params}
 
     def wrap_stream(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         stream = parsed.get("stream") if isinstance(parsed, dict) else None
@@ -82,8 +84,20 @@ class BedrockRecording(BodyRecording):
         if stream is None or raw is None:  # an error response: nothing streamed
             return
         settings = context.get("tracestore_settings", {"endpoint": "converse-stream"})
+        said = context.get("tracestore_prompt") or {}
+
+        def with_prompt() -> dict[str, Any]:
+            """The settings, and the prompt when the attempt's recorder keeps prompts (read
+            by the writer once the attempt's trace is known)."""
+            recorder = attempt.handle.trace.recorder
+            if not recorder.record_prompts:
+                return settings
+            from tracestore.recording.prompts import kept_prompt
+
+            return {**settings, **kept_prompt(said, recorder.secret_fields)}
+
         attempt = self.track(BodyAttempt(self, "bedrock-converse-stream", "aws-eventstream",
-                                         settings, _raw_size(raw)))
+                                         with_prompt, _raw_size(raw)))
         stream._raw_stream = BodyRecordingBody(raw, attempt)
 
 

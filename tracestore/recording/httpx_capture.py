@@ -64,8 +64,11 @@ def api_for_path(path: str) -> str:
     return "auto"
 
 
-def request_settings(request: Any) -> dict[str, Any]:
-    """Model and parameters of a request, never its prompt, headers or query (keys)."""
+def request_settings(request: Any, *, prompts: bool = False,
+                     fields: frozenset[str] | None = None) -> dict[str, Any]:
+    """Model and parameters of a request, never its headers or query (keys); its prompt
+    only with ``prompts`` (the recorder's ``record_prompts``), redacted with ``fields``
+    and bounded (``prompts.kept_prompt``)."""
     settings: dict[str, Any] = {"endpoint": request.url.path}
     agent = request.headers.get("user-agent")
     if agent:  # the SDK and its version (no secret): the review's reader/client revision
@@ -78,7 +81,19 @@ def request_settings(request: Any) -> dict[str, Any]:
         body = None
     if isinstance(body, dict):
         settings.update({k: v for k, v in body.items() if k not in _CONTENT_FIELDS})
+        if prompts:
+            from tracestore.recording.prompts import kept_prompt
+
+            settings.update(kept_prompt(body, fields))
     return settings
+
+
+def recorder_settings(attempt: BodyAttempt, request: Any) -> dict[str, Any]:
+    """``request_settings`` as the attempt's recorder asks (its ``record_prompts`` and
+    secret fields), read when the writer opens the attempt and its trace is known."""
+    recorder = attempt.handle.trace.recorder
+    return request_settings(request, prompts=recorder.record_prompts,
+                            fields=recorder.secret_fields)
 
 
 def raw_header(headers: Any, name: bytes) -> str | None:
@@ -143,7 +158,7 @@ def attempt_for(owner: BodyRecording, request: Any, response: Any) -> BodyAttemp
     request body) and the body's size are read by the writer when it needs them."""
     framing = _framing(response)
     attempt = BodyAttempt(owner, api_for_path(request.url.path), framing,
-                          lambda: request_settings(request),
+                          lambda: recorder_settings(attempt, request),
                           lambda: body_size(response.headers),
                           refusal=framing is None and response.status_code >= 400)
     if owner.process is not None:  # read by the writer process from its opening record

@@ -181,7 +181,8 @@ class ProcessWriter:
                 "api": attempt.api, "framing": attempt.framing, "refusal": attempt.refusal,
                 "settings": redact(attempt.settings, fields)
                 if not callable(attempt.settings) else None,
-                "request": _request_parts(request, fields), "headers": _size_headers(headers)}
+                "request": _request_parts(request, fields), "headers": _size_headers(headers),
+                "prompts": rec.record_prompts}
         with self._lock:
             self._keys += 1
             key = self._keys

@@ -127,8 +127,11 @@ def child_main(path: str) -> int:
         request, headers = info["request"], info["headers"]
         settings: Any = info["settings"]
         if settings is None and request is not None:
+            # The body was redacted with the application's secret fields before it was
+            # journaled; the prompt is bounded here, as the thread writer bounds it.
             def settings() -> dict[str, Any]:
-                return request_settings(_Request(*request))
+                return request_settings(_Request(*request),
+                                        prompts=info.get("prompts", False))
         owner.next = (trace, info["attempt_id"], info["retry_of"])
         attempt = BodyAttempt(owner, info["api"], info["framing"], settings or {},
                               (lambda: body_size(headers)) if headers is not None else None,

@@ -67,13 +67,26 @@ class Recorder:
     OUTAGE_S = 120.0
 
     def __init__(self, db: str | None = None, *, store: EventStore | None = None,
-                 secret_fields: Iterable[str] = (), outage_s: float | None = None) -> None:
+                 secret_fields: Iterable[str] = (), outage_s: float | None = None,
+                 record_prompts: bool = False) -> None:
         from tracestore.store.log import EventStore
         from tracestore.text.redaction import secret_fields as fields_with
 
         self.secret_fields = fields_with(secret_fields)
         """Request fields whose values are never stored (``tracestore.text.redaction``):
         the default names, ``secret_fields`` and ``$TRACESTORE_SECRET_FIELDS``."""
+        self.record_prompts = bool(record_prompts)
+        """Whether the recording transports and the proxy keep a request's prompt (its
+        messages, system text) in ``attempt.started``, redacted and bounded
+        (``recording.prompts``); off by default, when only its settings are kept.
+
+        It is the recorder's, not a transport's, because the recorder is the one object
+        every recording path already holds when it reads a request: the thread writer
+        reaches it through the attempt's trace (a transport records into several traces,
+        and a turn's trace is only known per response), the process writer reads it from
+        the same trace when it journals an attempt's opening (as it reads
+        ``secret_fields``) and passes it to its child with the request, and the proxy is
+        given it with ``--record-prompts`` as it is given ``--secret-field``."""
         self._owns_store = store is None
         self.store = store if store is not None else _open_store(EventStore, db)
         if self._owns_store:

@@ -1,8 +1,8 @@
 """Secrets never stored: credentials are taken out of what is recorded of a request.
 
 The proxy, the SDK recorder and its writer process record a request's settings (its JSON
-body minus the prompt, the endpoint, the client's User-Agent) and a failed transport's
-message.  Before any of it is written (to the store, or to the writer process's journal),
+body minus the prompt, the endpoint, the client's User-Agent), its prompt when the recorder
+keeps prompts (``recording.prompts``) and a failed transport's message.  Before any of it is written (to the store, or to the writer process's journal),
 ``redact`` replaces
 
 * the value of every field whose name is a credential's (``api_key``, ``token``,
