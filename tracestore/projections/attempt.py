@@ -40,7 +40,7 @@ from tracestore.projections.attempt_view import (  # noqa: F401
 )
 from tracestore.projections.inline_tags import InlineTagScanner
 from tracestore.projections.profiles import (
-    FrameLimits, Profile, classify_error, classify_terminal, error_name, profile_for,
+    FrameLimits, Profile, classify_error, error_name, profile_for, terminal_rule,
 )
 from tracestore.projections.usage import merge_usage
 from tracestore.providers.base import Normalizer, make_normalizer
@@ -308,11 +308,13 @@ class AttemptFold(AttemptChecks):
             self._anomaly(position, R.FINAL_TEXT_MISMATCH, obs.native_type)
 
     def _terminal(self, position: int, obs: Observation) -> None:
-        outcome = classify_terminal(self.profile, obs) if self.profile else "unknown"
+        rule = terminal_rule(self.profile, obs) if self.profile else None
+        outcome = rule.outcome if rule is not None else "unknown"
         if self.terminals:
             self._anomaly(position, R.DUPLICATE_TERMINAL, obs.native_type)
         self.terminals.append(NativeTerminal(position, obs.native_type, obs.status,
-                                             obs.stop_reason, outcome))
+                                             obs.stop_reason, outcome,
+                                             rule.reason if rule is not None else None))
         if outcome == "tool" and not (self.profile and self.profile.tools_allowed):
             self._anomaly(position, R.TOOL_USE_NOT_ALLOWED, obs.native_type, obs.stop_reason)
         elif outcome in ("unknown", "tool"):

@@ -20,19 +20,28 @@ from typing import Literal
 from tracestore.contracts.frames import FrameLimits
 from tracestore.providers.observations import Observation
 
-TerminalOutcome = Literal["normal", "limited", "failed", "tool", "cancelled", "unknown"]
+TerminalOutcome = Literal["normal", "limited", "failed", "tool", "cancelled", "refused",
+                          "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
 class TerminalRule:
     """Matches a native terminal; a ``None`` field is not checked."""
 
-    outcome: Literal["normal", "limited", "failed", "tool", "cancelled"]
+    outcome: Literal["normal", "limited", "failed", "tool", "cancelled", "refused"]
     status: str | None = None
     stop_reason: str | None = None
+    native_type: str | None = None
+    "The terminal's native event (one provider may end in two ways with the same values)."
+    reason: str | None = None
+    """The stable reason code a ``refused`` ending is reported with (the provider's own
+    value stays in the attempt view's terminal)."""
 
-    def matches(self, status: str | None, stop_reason: str | None) -> bool:
+    def matches(self, status: str | None, stop_reason: str | None,
+                native_type: str | None = None) -> bool:
         if self.status is not None and self.status != status:
+            return False
+        if self.native_type is not None and self.native_type != native_type:
             return False
         return self.stop_reason is None or self.stop_reason == stop_reason
 
@@ -164,9 +173,26 @@ OPENAI_CHAT_TEXT = _stop_reason_profile("openai-chat-text", "openai-chat", *_CHA
 # not overlap (``stop`` / ``end_turn`` / status ``completed``), so no rule can misfire.
 XAI_TEXT = _stop_reason_profile("xai-text", "xai", *_CHAT_ENDS, *_RESPONSES_ENDS,
                                 *_MESSAGES_ENDS)
+#: Gemini ``finishReason`` values that mean the model's output was blocked by a safety,
+#: recitation, blocklist, prohibited-content or personal-data filter (``Candidate.FinishReason``
+#: in the Gemini API reference and google-genai's ``FinishReason``; seed 002: "safety enums →
+#: refusal").  ``LANGUAGE``, ``OTHER``, ``MALFORMED_FUNCTION_CALL`` and the tool-call errors
+#: are not refusals and stay unknown (held).
+GEMINI_REFUSAL_FINISH_REASONS: tuple[str, ...] = (
+    "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
+)
+_GEMINI_REFUSALS = (
+    *(TerminalRule("refused", stop_reason=value, native_type="finishReason",
+                   reason="native_refusal") for value in GEMINI_REFUSAL_FINISH_REASONS),
+    # ``promptFeedback.blockReason`` with no candidates: the prompt itself was blocked, so
+    # no answer was ever generated, whatever the block reason (seed 002: → refusal).
+    TerminalRule("refused", native_type="promptFeedback", reason="prompt_blocked"),
+)
 # generateContent ends with ``finishReason``; Interactions with ``interaction.completed``.
 GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini",
-                                   *_stop_reasons("STOP", "MAX_TOKENS"), *_INTERACTIONS_ENDS)
+                                   *_stop_reasons("STOP", "MAX_TOKENS"), *_GEMINI_REFUSALS,
+                                   *_INTERACTIONS_ENDS)
 OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", *_stop_reasons("stop", "length"))
 
 # Seed 000's consumer: the application's own NDJSON frames carrying a structured reply.
@@ -244,11 +270,17 @@ def profile_for(api: str, trace_profile: str | None = None) -> Profile | None:
 INLINE_REASONING_TAGS: tuple[str, ...] = ("think", "thinking", "reasoning")
 
 
-def classify_terminal(profile: Profile, obs: Observation) -> TerminalOutcome:
+def terminal_rule(profile: Profile, obs: Observation) -> TerminalRule | None:
+    """The first rule of ``profile`` matching the terminal ``obs``; None: unknown ending."""
     for rule in profile.terminals:
-        if rule.matches(obs.status, obs.stop_reason):
-            return rule.outcome
-    return "unknown"
+        if rule.matches(obs.status, obs.stop_reason, obs.native_type):
+            return rule
+    return None
+
+
+def classify_terminal(profile: Profile, obs: Observation) -> TerminalOutcome:
+    rule = terminal_rule(profile, obs)
+    return rule.outcome if rule is not None else "unknown"
 
 
 def error_name(obs: Observation) -> str:

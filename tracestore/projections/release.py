@@ -145,6 +145,8 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None,
         return _Outcome(R.HELD, tuple(dict.fromkeys(a.code for a in fold.anomalies)))
     if fold.terminals and fold.terminals[0].outcome == "limited":
         return _Outcome(R.LIMITED, (R.NATIVE_LIMIT_REACHED,))
+    if fold.terminals and fold.terminals[0].outcome == "refused":
+        return _Outcome(R.REFUSED, (fold.terminals[0].reason or R.NATIVE_REFUSAL,))
     if fold.terminals and fold.terminals[0].outcome == "cancelled":
         return _Outcome(R.STOPPED, (R.CONTROLLED_LOCAL_CANCEL,))
     if fold.drain is None:
