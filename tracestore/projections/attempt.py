@@ -106,6 +106,8 @@ class AttemptFold(AttemptChecks):
         self._inline_tags_scan = InlineTagScanner()
         self._grammar = self.started.api in _GRAMMAR_APIS
         self._message_started = False
+        self._start_native: Any = None  # the first start frame's payload
+        self._content_since_start = False
         self._early: int | None = None  # where content came before any start frame
         self._sequence: int | None = None  # the last Responses sequence_number
         self._view: AttemptView | None = None  # the last view built; any apply drops it
@@ -199,7 +201,7 @@ class AttemptFold(AttemptChecks):
             self._check_sequence(position, native)
         for obs in observations:
             if self._grammar:
-                self._check_grammar(position, obs)
+                self._check_grammar(position, obs, native)
             self._observe(position, obs)
 
     def structured_text(self, contract: Any) -> str:
@@ -330,6 +332,8 @@ class AttemptFold(AttemptChecks):
 
     def _block_start(self, position: int, obs: Observation) -> None:
         block_type = (obs.block_type or "text").lower()
+        if self.profile is not None and block_type in self.profile.non_answer_blocks:
+            return
         if "tool" in block_type:
             self._tool(position, obs)
         elif block_type != "text" and not (

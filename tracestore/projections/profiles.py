@@ -62,6 +62,9 @@ class Profile:
     max_text_blocks: int = 1
     tools_allowed: bool = False
     reasoning_allowed: bool = False
+    non_answer_blocks: frozenset[str] = frozenset()
+    """Non-text block types that are neither content nor reasoning of this answer: they
+    neither hold it nor enter its text (see ``ANTHROPIC_NON_ANSWER_BLOCKS``)."""
     metadata_required: bool = False
     """Policy choice: by default a missing usage record is noted (``metadata_absent``), not
     blocking, because metadata is accounting evidence, never content acceptance."""
@@ -165,8 +168,16 @@ _INTERACTIONS_ENDS = (
     TerminalRule("failed", status="failed"),
 )
 
-ANTHROPIC_MESSAGES_TEXT = _stop_reason_profile(
-    "anthropic-messages-text", "anthropic-messages", *_MESSAGES_ENDS)
+#: Anthropic blocks that every official SDK leaves out of the answer text and that say
+#: nothing about how this answer was reasoned: ``compaction`` is the server's summary of the
+#: EARLIER context, state the client sends back on its next request (its
+#: ``compaction_delta`` is kept raw); ``fallback`` records that the server answered with
+#: another model ({from, to}), metadata with no content.  A thinking block, by contrast,
+#: is this answer's reasoning and stays held.
+ANTHROPIC_NON_ANSWER_BLOCKS = frozenset({"compaction", "fallback"})
+ANTHROPIC_MESSAGES_TEXT = replace(_stop_reason_profile(
+    "anthropic-messages-text", "anthropic-messages", *_MESSAGES_ENDS),
+    non_answer_blocks=ANTHROPIC_NON_ANSWER_BLOCKS)
 OPENAI_CHAT_TEXT = _stop_reason_profile("openai-chat-text", "openai-chat", *_CHAT_ENDS)
 # xAI serves chat completions, Responses and Messages; one xai normalizer reads all three
 # (by payload shape), so one profile knows all three surfaces' endings.  Their values do
