@@ -133,7 +133,9 @@ def test_controlled_transport_io_error_keeps_the_partial_trace() -> None:
         (SEED000 / "controlled-transport-io-error.json").read_text(encoding="utf-8")))
     _, events = preview_replay(scenario)
     d = decide_release(events, "seed000-io-error")
-    assert (d.status, d.reasons, d.answer) == ("interrupted",
+    # seed 000's result is status ``error``: under its own profile a transport I/O error
+    # is a failure the consumer observed, not a stream that merely stopped (EOF)
+    assert (d.status, d.reasons, d.answer) == ("failed",
                                                ("missing_terminal", "transport_io_error"), None)
     assert sum(e.type == "frame.received" for e in events) == 2
 

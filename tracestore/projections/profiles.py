@@ -88,6 +88,11 @@ class Profile:
     envelope_frames: bool = False
     """The terminal event carries seed 004's envelope; a structured reply is its ``result``
     (re-judged against the trace's contract, never trusted)."""
+    drain_error_status: Literal["interrupted", "failed"] = "interrupted"
+    """The status of a transport that ended with an I/O error.  Seed 003 calls a stream
+    that broke off ``interrupted``; seed 000's consumer reports its own transport's I/O
+    error as ``error`` (a failure it observed, unlike EOF: ``incomplete``), so its profile
+    says ``failed``.  The reasons stay the same either way."""
     reason_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     "Generic reason code → the name this profile's source uses for the same fact."
     required_destinations: tuple[str, ...] = ()
@@ -220,6 +225,7 @@ APP_FRAMES_STRUCTURED = Profile(
     failure_errors=frozenset({"error"}),
     structured=True,
     frame_rules=True,
+    drain_error_status="failed",
     limits=FrameLimits(),
     reason_names=MappingProxyType({
         "no_native_terminal": "missing_terminal",

@@ -193,7 +193,9 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
     assert fold.drain is not None and fold.profile is not None
     missing = () if fold.terminals else (R.NO_NATIVE_TERMINAL,)
     if fold.drain.outcome != "clean":
-        return _Outcome(R.INTERRUPTED, missing + (_DRAIN_REASON[fold.drain.outcome],))
+        status = fold.profile.drain_error_status if fold.drain.outcome == "error" \
+            else R.INTERRUPTED
+        return _Outcome(status, missing + (_DRAIN_REASON[fold.drain.outcome],))
     if missing:
         return _Outcome(R.INTERRUPTED, missing)
     if fold.profile.metadata_required and fold.usage is None:
