@@ -163,3 +163,22 @@ def test_grade_prints_seed_001s_table_at_any_width(tmp_path: Path, columns: int)
         assert len(matching) == 1 and matching[0][3] == calls, seed_row
     assert lines[-2:] == ["fixed: 4 pass, 2 fail, 2 incomplete (recorded: same)",
                           "agent: 4 pass, 3 fail, 1 incomplete (recorded: same)"]
+
+
+@pytest.mark.parametrize("trial_id", ["overwrite-agent-1", "overwrite-fixed-1"])
+def test_a_read_whose_text_fails_its_hash_is_not_a_target_read(trial_id: str) -> None:
+    """Seed 001 validates a read before it enters the run's observations, so a passage
+    whose text no longer matches its ``text_sha256`` was never read: the run fails
+    ``changed_read`` and the retrieval target does not count as read."""
+    value = trial(trial_id)
+    reads = [o for o in value["result"]["observations"] if o["tool"] == "read"
+             and o["arguments"]["source_id"] == "path-write"]
+    assert reads
+    reads[0]["result"]["text"] += " Backups are kept for 7 days."
+    recorded, admission = run_of(value)
+    assert (admission.status, admission.reason) == ("failed", "changed_read")
+    assert all(o.result.get("source_id") != "path-write" or o.tool != "read"
+               for o in admission.observations)
+    g = grade(recorded, cases()["overwrite"], admission)
+    assert (g.checks["retrieval_targets_read"], g.checks["outcome"]) == (False, "fail")
+    assert "retrieval_targets_read" in g.mismatches

@@ -85,12 +85,57 @@ def test_controlled_failures_never_accept_an_answer(fixture: str, status: str,
     assert d.contract is not None and d.contract.verdict is None  # never parsed
 
 
+@pytest.mark.parametrize(("fixture", "kind", "status", "code"), [
+    ("controlled-local-cancel.ndjson", "cancel", "stopped", "controlled_local_cancel"),
+    ("controlled-local-error.ndjson", "error", "failed", "controlled_local_error"),
+])
+@pytest.mark.parametrize("reason", [None, "user", "upstream \x1b[31mfailed\x1b[0m"])
+def test_a_terminal_frames_own_reason_stays_visible(fixture: str, kind: str, status: str,
+                                                     code: str, reason: str | None) -> None:
+    """Seed 000 reports the terminal frame's own ``reason``; the decision keeps its stable
+    code and the contract report keeps the frame's words (the seed's own example: its
+    reason is the code itself)."""
+    data = (SEED000 / fixture).read_bytes()
+    if reason is not None:
+        data = data.replace(f'"reason":"{code}"'.encode(), json.dumps(
+            {"reason": reason}, separators=(",", ":"))[1:-1].encode())
+        assert code.encode() not in data
+    _, d = ingest(data)
+    assert (d.status, d.reasons) == (status, (code,))
+    report = d.contract.to_dict()
+    assert (report["local_terminal"], report["terminal_reason"]) == (kind, reason or code)
+
+
+def test_a_completed_stream_names_its_done_terminal() -> None:
+    _, d = ingest((SEED000 / "replace-file.ndjson").read_bytes())
+    report = d.contract.to_dict()
+    assert (report["local_terminal"], report["terminal_reason"]) == ("done", None)
+
+
+def test_the_cli_shows_a_terminal_reason_escaped(tmp_path: Path) -> None:
+    data = (SEED000 / "controlled-local-cancel.ndjson").read_bytes().replace(
+        b'"reason":"controlled_local_cancel"', b'"reason":"user \\u001b[2J"')
+    capture = tmp_path / "cancel.ndjson"
+    capture.write_bytes(data)
+    db = tmp_path / "s.db"
+    code, _, err = run("ingest", str(capture), "--attempt", "c",
+                       "--contract", str(ROOT / "fixtures/contracts/seed000-rag.json"),
+                       "--binding", str(SEED000 / "replace-file.binding.json"), db=db)
+    assert code == 0, err
+    code, shown, _ = run("release", "c", db=db)
+    assert code == 0 and "cancel frame reason: user" in shown and "\x1b" not in shown
+    got = json.loads(run("release", "c", "--json", db=db)[1])
+    assert got["contract"]["terminal_reason"] == "user \x1b[2J"
+
+
 def test_controlled_transport_io_error_keeps_the_partial_trace() -> None:
     scenario = parse_scenario(json.loads(
         (SEED000 / "controlled-transport-io-error.json").read_text(encoding="utf-8")))
     _, events = preview_replay(scenario)
     d = decide_release(events, "seed000-io-error")
-    assert (d.status, d.reasons, d.answer) == ("interrupted",
+    # seed 000's result is status ``error``: under its own profile a transport I/O error
+    # is a failure the consumer observed, not a stream that merely stopped (EOF)
+    assert (d.status, d.reasons, d.answer) == ("failed",
                                                ("missing_terminal", "transport_io_error"), None)
     assert sum(e.type == "frame.received" for e in events) == 2
 

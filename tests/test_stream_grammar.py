@@ -60,12 +60,37 @@ def test_the_grammar_reason_shows_in_the_audit_and_the_review() -> None:
     assert R.CONTENT_BEFORE_START in eligibility.value, eligibility.value
 
 
-def test_a_second_message_start_in_one_stream_is_held() -> None:
-    body = (FIXTURES / "wild" / "vercel-chunks" / "anthropic"
-            / "vercel__duplicate-message-start.chunks.txt")
-    api, events = real_decisions._events(body)
+DUPLICATE_START = (FIXTURES / "wild" / "vercel-chunks" / "anthropic"
+                   / "vercel__duplicate-message-start.chunks.txt")
+
+
+def test_the_same_start_frame_twice_before_content_is_one_message() -> None:
+    api, events = real_decisions._events(DUPLICATE_START)
     decision = decide_release(events, "a")
-    assert (api, decision.status, decision.reasons) == (
+    assert (api, decision.status, decision.answer) == ("anthropic-messages", R.RELEASED,
+                                                       "Hello, World!")
+
+
+def _second_start(tmp_path, lines: list[str], name: str) -> tuple:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    api, events = real_decisions._events(path)
+    decision = decide_release(events, "a")
+    return api, decision.status, decision.reasons
+
+
+def test_a_second_message_start_of_another_message_is_held(tmp_path) -> None:
+    lines = DUPLICATE_START.read_text(encoding="utf-8").splitlines()
+    lines[1] = lines[1].replace('"msg_dup"', '"msg_other"')
+    assert _second_start(tmp_path, lines, "other.chunks.txt") == (
+        "anthropic-messages", R.HELD, (R.SECOND_MESSAGE_START,))
+
+
+def test_the_same_start_frame_after_content_is_held(tmp_path) -> None:
+    lines = DUPLICATE_START.read_text(encoding="utf-8").splitlines()
+    start = lines.pop(1)
+    lines.insert(lines.index(next(x for x in lines if "text_delta" in x)) + 1, start)
+    assert _second_start(tmp_path, lines, "late.chunks.txt") == (
         "anthropic-messages", R.HELD, (R.SECOND_MESSAGE_START,))
 
 

@@ -167,10 +167,46 @@ def test_mistral_thinking_content_parts_are_reasoning_held(name: str) -> None:
     assert (api, status, reasons[0]) == ("openai-chat", "held", "non_text_content")
 
 
-@pytest.mark.parametrize("name", [
-    "anthropic/pyd__anthropic_compaction_usage_with_cache_streaming.sse",
-    "vercel-chunks/anthropic/vercel__anthropic-compaction.1.chunks.txt",
+def _sdk_text(name: str) -> str:
+    """The answer text anthropic-python's own stream accumulator reads from a body (its
+    ``accumulate_event``, what ``MessageStream.get_final_message`` uses): its text blocks."""
+    anthropic_streaming = pytest.importorskip("anthropic.lib.streaming._messages")
+    from anthropic._models import construct_type
+    from anthropic.types import RawMessageStreamEvent
+
+    from tracestore.providers.capture import read_capture
+
+    body = (WILD / name).read_bytes()
+    snapshot = None
+    for frame in read_capture(body, filename=Path(name).name).frames:
+        if frame.native.get("type") == "ping":
+            continue
+        event = construct_type(type_=RawMessageStreamEvent, value=frame.native)
+        snapshot = anthropic_streaming.accumulate_event(
+            event=event, current_snapshot=snapshot, json_bufs={})
+    assert snapshot is not None
+    return "".join(b.text for b in snapshot.content if b.type == "text")
+
+
+@pytest.mark.parametrize(("name", "start"), [
+    # compaction: the server's summary of the EARLIER context, sent back next request
+    ("anthropic/pyd__anthropic_compaction_usage_with_cache_streaming.sse", "Hello! 👋"),
+    ("vercel-chunks/anthropic/vercel__anthropic-compaction.1.chunks.txt",
+     "Based on the conversation history"),
+    # fallback: the server answered with another model; metadata, no content
+    ("vercel-chunks/anthropic/vercel__anthropic-fallback.chunks.txt",
+     "The printing press was invented by Johannes Gutenberg around 1440."),
+    # the same message_start twice before any content
+    ("vercel-chunks/anthropic/vercel__duplicate-message-start.chunks.txt", "Hello, World!"),
 ])
-def test_anthropic_compaction_blocks_are_held_non_text_content(name: str) -> None:
-    api, status, reasons = decide(name)
-    assert (api, status, reasons[0]) == ("anthropic-messages", "held", "non_text_content")
+def test_anthropic_bodies_the_sdk_reads_as_one_text_answer_are_released(
+        name: str, start: str) -> None:
+    api, events = TOOL._events(WILD / name)
+    d = decide_release(events, "a")
+    assert (api, d.status, list(d.reasons)) == (
+        "anthropic-messages", "released",
+        ["normal_native_ending", "clean_drain", "semantic_accepted"])
+    assert d.answer is not None and d.answer.startswith(start)
+    assert d.answer == _sdk_text(name)
+    if "compaction" in name:  # the summary never enters the answer
+        assert "Summary of Conversation" not in d.answer and "Next step" not in d.answer

@@ -255,3 +255,19 @@ def test_frame_count_limit_exact_and_one_over() -> None:
 def test_invalid_bounds_rejected() -> None:
     with pytest.raises(ValueError):
         SSEDecoder(max_frame_bytes=0)
+
+
+@pytest.mark.parametrize("body", [b'data: {"x": 1}\n\ndata: {"y": 2}',
+                                  b'data: {"x": 1}\n\ndata: {"y": 2}\n',
+                                  b'data: {"x": 1}\r\n\r\nevent: e\r\ndata: {"y": 2}\r\n'])
+@pytest.mark.parametrize("sdk", ["anthropic._streaming", "openai._streaming"])
+def test_an_event_without_its_blank_line_at_close_is_discarded_as_the_sdks_do(
+        body: bytes, sdk: str) -> None:
+    """WHATWG: "If the file ends in the middle of an event, before the final empty line,
+    the incomplete event is not dispatched."  The official SDKs' decoders agree (seed 002
+    says a parser flushes it; none of these does): tracestore reports it as truncation."""
+    module = pytest.importorskip(sdk)
+    theirs = [event.data for event in module.SSEDecoder().iter_bytes(iter([body]))]
+    frames, truncation = sse(body)
+    assert [f.data for f in frames] == theirs == ['{"x": 1}']
+    assert truncation is not None

@@ -213,11 +213,15 @@ class _Replay:
             self._unobserved_read_bytes()
             self._tool_failed(position)
             return _ENDED
-        self._take("read", {"source_id": source})
+        self.cursor += 1  # the tool ran (``_peek`` matched this call) …
         self.usage["source_bytes"] += size or 0
         if not text_matches_hash(o.result) or o.result.get("source_id") != source:
+            # … but seed 001 validates a read before it enters the run's observations: a
+            # passage that fails its hash was never read, so nothing downstream (grading's
+            # targets read, the trajectory) may count it.
             self._finish("failed", C.CHANGED_READ, o.position)
             return _ENDED
+        self.admitted.append(o)
         self.passages[source] = o.result
         return None
 

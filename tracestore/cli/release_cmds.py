@@ -152,6 +152,9 @@ def _print_contract(decision: ReleaseDecision) -> None:
     head = (f"contract {report.contract or '(none bound)'}: binding {report.binding}"
             + (f", {verdict.code}" if verdict is not None else ", reply not parsed"))
     console.print(term_text(head, "bold"))
+    if report.terminal_reason is not None:  # the application's own words, escaped
+        console.print(Text.assemble(f"  {report.local_terminal} frame reason: ",
+                                    term_text(report.terminal_reason)))
     for problem in verdict.problems if verdict is not None else ():
         console.print(Text.assemble("  ", term_text(problem.loc), ": ", term_text(problem.msg)))
     for c in verdict.citations if verdict is not None else ():

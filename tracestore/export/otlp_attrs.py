@@ -33,7 +33,7 @@ PROVIDER_NAMES = {
 #: one has no outcome yet: their status stays UNSET and ``tracestore.release.status`` says
 #: which it is.
 ERROR_STATUSES = frozenset({"failed", "interrupted", "limited", "rejected", "held",
-                            "incomplete"})
+                            "incomplete", "refused"})
 #: Our API names → OpenInference's own ``llm.provider`` values (its
 #: ``OpenInferenceLLMProviderValues``), which are not the ``gen_ai.provider.name`` ones.
 OPENINFERENCE_PROVIDERS = {

@@ -40,7 +40,7 @@ from tracestore.projections.attempt_view import (  # noqa: F401
 )
 from tracestore.projections.inline_tags import InlineTagScanner
 from tracestore.projections.profiles import (
-    FrameLimits, Profile, classify_error, classify_terminal, error_name, profile_for,
+    FrameLimits, Profile, classify_error, error_name, profile_for, terminal_rule,
 )
 from tracestore.projections.usage import merge_usage
 from tracestore.providers.base import Normalizer, make_normalizer
@@ -106,6 +106,8 @@ class AttemptFold(AttemptChecks):
         self._inline_tags_scan = InlineTagScanner()
         self._grammar = self.started.api in _GRAMMAR_APIS
         self._message_started = False
+        self._start_native: Any = None  # the first start frame's payload
+        self._content_since_start = False
         self._early: int | None = None  # where content came before any start frame
         self._sequence: int | None = None  # the last Responses sequence_number
         self._view: AttemptView | None = None  # the last view built; any apply drops it
@@ -199,7 +201,7 @@ class AttemptFold(AttemptChecks):
             self._check_sequence(position, native)
         for obs in observations:
             if self._grammar:
-                self._check_grammar(position, obs)
+                self._check_grammar(position, obs, native)
             self._observe(position, obs)
 
     def structured_text(self, contract: Any) -> str:
@@ -308,11 +310,13 @@ class AttemptFold(AttemptChecks):
             self._anomaly(position, R.FINAL_TEXT_MISMATCH, obs.native_type)
 
     def _terminal(self, position: int, obs: Observation) -> None:
-        outcome = classify_terminal(self.profile, obs) if self.profile else "unknown"
+        rule = terminal_rule(self.profile, obs) if self.profile else None
+        outcome = rule.outcome if rule is not None else "unknown"
         if self.terminals:
             self._anomaly(position, R.DUPLICATE_TERMINAL, obs.native_type)
         self.terminals.append(NativeTerminal(position, obs.native_type, obs.status,
-                                             obs.stop_reason, outcome))
+                                             obs.stop_reason, outcome,
+                                             rule.reason if rule is not None else None))
         if outcome == "tool" and not (self.profile and self.profile.tools_allowed):
             self._anomaly(position, R.TOOL_USE_NOT_ALLOWED, obs.native_type, obs.stop_reason)
         elif outcome in ("unknown", "tool"):
@@ -328,6 +332,8 @@ class AttemptFold(AttemptChecks):
 
     def _block_start(self, position: int, obs: Observation) -> None:
         block_type = (obs.block_type or "text").lower()
+        if self.profile is not None and block_type in self.profile.non_answer_blocks:
+            return
         if "tool" in block_type:
             self._tool(position, obs)
         elif block_type != "text" and not (

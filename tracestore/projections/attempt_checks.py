@@ -41,6 +41,8 @@ class AttemptChecks:
     block_pos: dict[int | None, array[int]]
     _cr_ends: set[int | None]
     _message_started: bool
+    _start_native: Any
+    _content_since_start: bool
     _early: int | None
     _sequence: int | None
 
@@ -53,19 +55,29 @@ class AttemptChecks:
                           f"{seq} after {self._sequence}")
         self._sequence = seq
 
-    def _check_grammar(self, position: int, obs: Observation) -> None:
+    def _check_grammar(self, position: int, obs: Observation, native: Any = None) -> None:
         """Content followed by the stream's own start frame is a frame of another stream
         (the T8 routing bug); a stream with no start frame at all (a resumed Responses
-        stream, a hand-built fragment) proves nothing and is left to the other rules."""
+        stream, a hand-built fragment) proves nothing and is left to the other rules.
+
+        The SAME start frame again (equal payload, so the same message id) before any
+        content is that message's start delivered twice, not another message: the SDKs
+        restart their snapshot on it and lose nothing, so it is not held.  A second start
+        after content, or of another message, still is."""
+        content = obs.kind in _CONTENT_KINDS or obs.kind.startswith("tool_call")
         if obs.kind == "message_start":
             if self._message_started:
-                self._anomaly(position, R.SECOND_MESSAGE_START, obs.native_type)
-            elif self._early is not None:
-                self._anomaly(position, R.CONTENT_BEFORE_START, obs.native_type,
-                              f"content at #{self._early}")
+                if self._content_since_start or native != self._start_native:
+                    self._anomaly(position, R.SECOND_MESSAGE_START, obs.native_type)
+            else:
+                if self._early is not None:
+                    self._anomaly(position, R.CONTENT_BEFORE_START, obs.native_type,
+                                  f"content at #{self._early}")
+                self._start_native = native
             self._message_started = True
-        elif not self._message_started and self._early is None and (
-                obs.kind in _CONTENT_KINDS or obs.kind.startswith("tool_call")):
+        elif self._message_started:
+            self._content_since_start = self._content_since_start or content
+        elif self._early is None and content:
             self._early = position
 
     def _event_rules(self, position: int, frame: FrameReceived) -> None:

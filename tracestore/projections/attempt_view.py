@@ -51,7 +51,9 @@ class NativeTerminal:
     status: str | None
     stop_reason: str | None
     outcome: str
-    "Classified under the profile: normal, limited, failed, tool or unknown."
+    "Classified under the profile: normal, limited, failed, tool, cancelled, refused, unknown."
+    reason: str | None = None
+    "The profile's reason code for a refused ending (``native_refusal``, ``prompt_blocked``)."
 
 
 @dataclass(frozen=True, slots=True)

@@ -91,6 +91,11 @@ def project_envelope(decision: Any, view: Any) -> Envelope | None:
         return Envelope("empty", NO_ANSWER, "empty")
     # Only the text as of the decision: a late answer after a Stop must not leak (seed 003).
     text = decision.decided_text or ""
+    if status == R.INTERRUPTED and R.NATIVE_EXCEPTION in decision.reasons:
+        # The provider's own error event broke the stream (seed 003's T2): seed 004 shows
+        # an error mid-stream as ``error`` with the fixed message, and keeps ``partial``
+        # for a stream that was dropped (no terminal, no error event).
+        return _error("stream_error")
     if status == R.INTERRUPTED:
         return _cut(structured, text, "interrupted", True)
     if status == R.LIMITED:

@@ -20,19 +20,28 @@ from typing import Literal
 from tracestore.contracts.frames import FrameLimits
 from tracestore.providers.observations import Observation
 
-TerminalOutcome = Literal["normal", "limited", "failed", "tool", "cancelled", "unknown"]
+TerminalOutcome = Literal["normal", "limited", "failed", "tool", "cancelled", "refused",
+                          "unknown"]
 
 
 @dataclass(frozen=True, slots=True)
 class TerminalRule:
     """Matches a native terminal; a ``None`` field is not checked."""
 
-    outcome: Literal["normal", "limited", "failed", "tool", "cancelled"]
+    outcome: Literal["normal", "limited", "failed", "tool", "cancelled", "refused"]
     status: str | None = None
     stop_reason: str | None = None
+    native_type: str | None = None
+    "The terminal's native event (one provider may end in two ways with the same values)."
+    reason: str | None = None
+    """The stable reason code a ``refused`` ending is reported with (the provider's own
+    value stays in the attempt view's terminal)."""
 
-    def matches(self, status: str | None, stop_reason: str | None) -> bool:
+    def matches(self, status: str | None, stop_reason: str | None,
+                native_type: str | None = None) -> bool:
         if self.status is not None and self.status != status:
+            return False
+        if self.native_type is not None and self.native_type != native_type:
             return False
         return self.stop_reason is None or self.stop_reason == stop_reason
 
@@ -53,6 +62,9 @@ class Profile:
     max_text_blocks: int = 1
     tools_allowed: bool = False
     reasoning_allowed: bool = False
+    non_answer_blocks: frozenset[str] = frozenset()
+    """Non-text block types that are neither content nor reasoning of this answer: they
+    neither hold it nor enter its text (see ``ANTHROPIC_NON_ANSWER_BLOCKS``)."""
     metadata_required: bool = False
     """Policy choice: by default a missing usage record is noted (``metadata_absent``), not
     blocking, because metadata is accounting evidence, never content acceptance."""
@@ -76,6 +88,11 @@ class Profile:
     envelope_frames: bool = False
     """The terminal event carries seed 004's envelope; a structured reply is its ``result``
     (re-judged against the trace's contract, never trusted)."""
+    drain_error_status: Literal["interrupted", "failed"] = "interrupted"
+    """The status of a transport that ended with an I/O error.  Seed 003 calls a stream
+    that broke off ``interrupted``; seed 000's consumer reports its own transport's I/O
+    error as ``error`` (a failure it observed, unlike EOF: ``incomplete``), so its profile
+    says ``failed``.  The reasons stay the same either way."""
     reason_names: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     "Generic reason code → the name this profile's source uses for the same fact."
     required_destinations: tuple[str, ...] = ()
@@ -156,17 +173,42 @@ _INTERACTIONS_ENDS = (
     TerminalRule("failed", status="failed"),
 )
 
-ANTHROPIC_MESSAGES_TEXT = _stop_reason_profile(
-    "anthropic-messages-text", "anthropic-messages", *_MESSAGES_ENDS)
+#: Anthropic blocks that every official SDK leaves out of the answer text and that say
+#: nothing about how this answer was reasoned: ``compaction`` is the server's summary of the
+#: EARLIER context, state the client sends back on its next request (its
+#: ``compaction_delta`` is kept raw); ``fallback`` records that the server answered with
+#: another model ({from, to}), metadata with no content.  A thinking block, by contrast,
+#: is this answer's reasoning and stays held.
+ANTHROPIC_NON_ANSWER_BLOCKS = frozenset({"compaction", "fallback"})
+ANTHROPIC_MESSAGES_TEXT = replace(_stop_reason_profile(
+    "anthropic-messages-text", "anthropic-messages", *_MESSAGES_ENDS),
+    non_answer_blocks=ANTHROPIC_NON_ANSWER_BLOCKS)
 OPENAI_CHAT_TEXT = _stop_reason_profile("openai-chat-text", "openai-chat", *_CHAT_ENDS)
 # xAI serves chat completions, Responses and Messages; one xai normalizer reads all three
 # (by payload shape), so one profile knows all three surfaces' endings.  Their values do
 # not overlap (``stop`` / ``end_turn`` / status ``completed``), so no rule can misfire.
 XAI_TEXT = _stop_reason_profile("xai-text", "xai", *_CHAT_ENDS, *_RESPONSES_ENDS,
                                 *_MESSAGES_ENDS)
+#: Gemini ``finishReason`` values that mean the model's output was blocked by a safety,
+#: recitation, blocklist, prohibited-content or personal-data filter (``Candidate.FinishReason``
+#: in the Gemini API reference and google-genai's ``FinishReason``; seed 002: "safety enums →
+#: refusal").  ``LANGUAGE``, ``OTHER``, ``MALFORMED_FUNCTION_CALL`` and the tool-call errors
+#: are not refusals and stay unknown (held).
+GEMINI_REFUSAL_FINISH_REASONS: tuple[str, ...] = (
+    "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
+    "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION",
+)
+_GEMINI_REFUSALS = (
+    *(TerminalRule("refused", stop_reason=value, native_type="finishReason",
+                   reason="native_refusal") for value in GEMINI_REFUSAL_FINISH_REASONS),
+    # ``promptFeedback.blockReason`` with no candidates: the prompt itself was blocked, so
+    # no answer was ever generated, whatever the block reason (seed 002: → refusal).
+    TerminalRule("refused", native_type="promptFeedback", reason="prompt_blocked"),
+)
 # generateContent ends with ``finishReason``; Interactions with ``interaction.completed``.
 GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini",
-                                   *_stop_reasons("STOP", "MAX_TOKENS"), *_INTERACTIONS_ENDS)
+                                   *_stop_reasons("STOP", "MAX_TOKENS"), *_GEMINI_REFUSALS,
+                                   *_INTERACTIONS_ENDS)
 OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", *_stop_reasons("stop", "length"))
 
 # Seed 000's consumer: the application's own NDJSON frames carrying a structured reply.
@@ -183,6 +225,7 @@ APP_FRAMES_STRUCTURED = Profile(
     failure_errors=frozenset({"error"}),
     structured=True,
     frame_rules=True,
+    drain_error_status="failed",
     limits=FrameLimits(),
     reason_names=MappingProxyType({
         "no_native_terminal": "missing_terminal",
@@ -244,11 +287,17 @@ def profile_for(api: str, trace_profile: str | None = None) -> Profile | None:
 INLINE_REASONING_TAGS: tuple[str, ...] = ("think", "thinking", "reasoning")
 
 
-def classify_terminal(profile: Profile, obs: Observation) -> TerminalOutcome:
+def terminal_rule(profile: Profile, obs: Observation) -> TerminalRule | None:
+    """The first rule of ``profile`` matching the terminal ``obs``; None: unknown ending."""
     for rule in profile.terminals:
-        if rule.matches(obs.status, obs.stop_reason):
-            return rule.outcome
-    return "unknown"
+        if rule.matches(obs.status, obs.stop_reason, obs.native_type):
+            return rule
+    return None
+
+
+def classify_terminal(profile: Profile, obs: Observation) -> TerminalOutcome:
+    rule = terminal_rule(profile, obs)
+    return rule.outcome if rule is not None else "unknown"
 
 
 def error_name(obs: Observation) -> str:

@@ -25,9 +25,10 @@ FAILED: Final = "failed"
 REJECTED: Final = "rejected"
 HELD: Final = "held"
 INCOMPLETE: Final = "incomplete"
+REFUSED: Final = "refused"
 
 STATUSES: Final = (RELEASED, PENDING, STOPPED, SUPERSEDED, INTERRUPTED, LIMITED, FAILED,
-                   REJECTED, HELD, INCOMPLETE)
+                   REJECTED, HELD, INCOMPLETE, REFUSED)
 
 # --- reasons: why an attempt was released -----------------------------------------------
 NORMAL_NATIVE_ENDING: Final = "normal_native_ending"
@@ -48,6 +49,9 @@ EXCEPTION_BEFORE_DRAIN: Final = "exception_before_drain"
 UNKNOWN_EXCEPTION: Final = "unknown_exception"
 NATIVE_FAILURE: Final = "native_failure"
 NATIVE_LIMIT_REACHED: Final = "native_limit_reached"
+# a provider's own refusal: a safety stop of the answer, or the prompt blocked before one
+NATIVE_REFUSAL: Final = "native_refusal"
+PROMPT_BLOCKED: Final = "prompt_blocked"
 NO_NATIVE_TERMINAL: Final = "no_native_terminal"
 DRAIN_EOF: Final = "drain_eof"
 DRAIN_ERROR: Final = "drain_error"
@@ -173,6 +177,8 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     REJECTED: "The stream ended normally and drained cleanly, but the answer failed the "
               "task's semantic rule.",
     HELD: "Something outside the profile or policy was seen; a person must review it.",
+    REFUSED: "The provider refused: a safety stop ended the answer, or the prompt was "
+             "blocked before any answer; nothing is released.",
     # released
     NORMAL_NATIVE_ENDING: "The native terminal is one the profile calls normal.",
     CLEAN_DRAIN: "The transport drained cleanly after the native ending.",
@@ -189,6 +195,10 @@ DESCRIPTIONS: Final[dict[str, str]] = {
     UNKNOWN_EXCEPTION: "A native error whose name the profile does not know.",
     NATIVE_FAILURE: "A failure terminal (response.failed) or failure error event.",
     NATIVE_LIMIT_REACHED: "The native stop reason is a limit (max_tokens, max_output_tokens).",
+    NATIVE_REFUSAL: "The native stop reason is one the profile calls a refusal (a Gemini "
+                    "safety, recitation, blocklist, prohibited-content or personal-data stop).",
+    PROMPT_BLOCKED: "The provider blocked the prompt and generated no answer (Gemini "
+                    "promptFeedback.blockReason without candidates).",
     NO_NATIVE_TERMINAL: "The transport ended without any native terminal.",
     DRAIN_EOF: "The transport ended by EOF (not a clean drain).",
     DRAIN_ERROR: "The transport ended with an error.",

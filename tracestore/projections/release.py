@@ -87,6 +87,12 @@ class ContractReport:
     "The reply field holding the answer text (what the envelope shows)."
     answer_model: dict[str, Any] | None = None
     "Seed 004's internal Answer of an accepted reply (the envelope's ``result``)."
+    local_terminal: str | None = None
+    "Seed 000's application frames: the kind of the first terminal frame (done, cancel, error)."
+    terminal_reason: str | None = None
+    """The ``reason`` that cancel or error frame carried, verbatim (seed 000's result
+    ``reason``): the decision's reasons keep their stable codes (``controlled_local_cancel``,
+    ``controlled_local_error``), so the application's own words are kept here, untrusted."""
 
     def to_dict(self) -> dict[str, Any]:
         v = self.verdict
@@ -99,6 +105,7 @@ class ContractReport:
             "citations": [c.to_dict() for c in v.citations] if v else [],
             "citations_checked": bool(v and v.citations_checked),
             "reply": v.reply if v and v.ok else None,
+            "local_terminal": self.local_terminal, "terminal_reason": self.terminal_reason,
         }
 
 
@@ -145,6 +152,8 @@ def _evaluate(fold: AttemptFold, rule: TaskRule | None,
         return _Outcome(R.HELD, tuple(dict.fromkeys(a.code for a in fold.anomalies)))
     if fold.terminals and fold.terminals[0].outcome == "limited":
         return _Outcome(R.LIMITED, (R.NATIVE_LIMIT_REACHED,))
+    if fold.terminals and fold.terminals[0].outcome == "refused":
+        return _Outcome(R.REFUSED, (fold.terminals[0].reason or R.NATIVE_REFUSAL,))
     if fold.terminals and fold.terminals[0].outcome == "cancelled":
         return _Outcome(R.STOPPED, (R.CONTROLLED_LOCAL_CANCEL,))
     if fold.drain is None:
@@ -184,7 +193,9 @@ def _drained_outcome(fold: AttemptFold, rule: TaskRule | None,
     assert fold.drain is not None and fold.profile is not None
     missing = () if fold.terminals else (R.NO_NATIVE_TERMINAL,)
     if fold.drain.outcome != "clean":
-        return _Outcome(R.INTERRUPTED, missing + (_DRAIN_REASON[fold.drain.outcome],))
+        status = fold.profile.drain_error_status if fold.drain.outcome == "error" \
+            else R.INTERRUPTED
+        return _Outcome(status, missing + (_DRAIN_REASON[fold.drain.outcome],))
     if missing:
         return _Outcome(R.INTERRUPTED, missing)
     if fold.profile.metadata_required and fold.usage is None:
@@ -353,6 +364,7 @@ class ReleaseJudge:
         report = None
         if view.structured:
             contract = self.fold.bindings.contract
+            local_terminal, terminal_reason = _local_terminal(self.fold)
             report = ContractReport(
                 contract.name if contract is not None else None, out.verdict,
                 "checked" if view.binding_sha256 is not None else "unknown",
@@ -360,7 +372,8 @@ class ReleaseJudge:
                 contract.doc.answer_field if contract is not None else None,
                 contract.internal_answer(out.verdict.reply) if contract is not None
                 and out.verdict is not None and out.verdict.ok and isinstance(
-                    out.verdict.reply, dict) else None)
+                    out.verdict.reply, dict) else None,
+                local_terminal, terminal_reason)
         return ReleaseDecision(
             attempt_id=view.attempt_id, trace_id=view.trace_id, eligible=released,
             status=out.status, reasons=out.reasons, decided_at_position=self.decided_at,
@@ -371,6 +384,23 @@ class ReleaseJudge:
 
     def view(self) -> AttemptView:
         return self.fold.view()
+
+
+def _local_terminal(fold: AttemptFold) -> tuple[str | None, str | None]:
+    """Seed 000's ``local_terminal`` and its frame's own ``reason`` (None, None when the
+    profile does not read application frames or no terminal frame arrived yet).
+
+    A ``cancel`` frame is a terminal carrying its reason as the stop reason; an ``error``
+    frame is an error event named ``error`` carrying it as its code (app_frames.py)."""
+    if fold.profile is None or not fold.profile.frame_rules:
+        return None, None
+    terminal = fold.terminals[0] if fold.terminals else None
+    error = next((e for e in fold.errors if e.name == "error"), None)
+    if error is not None and (terminal is None or error.position < terminal.position):
+        return "error", error.error_code
+    if terminal is not None:
+        return terminal.status, terminal.stop_reason
+    return None, None
 
 
 def _notes(view: AttemptView, status: str, decided_at: int | None) -> tuple[str, ...]:

@@ -29,7 +29,8 @@ TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 #: Known non-tool block types → normalized block_type.
 BLOCK_TYPES = {"text": "text", "thinking": "reasoning", "redacted_thinking": "redacted_reasoning",
-               "container_upload": "container_upload", "compaction": "compaction"}
+               "container_upload": "container_upload", "compaction": "compaction",
+               "fallback": "fallback"}
 
 #: Delta types that are known but carry nothing we normalize (kept as raw).
 RAW_DELTAS = frozenset({"citations_delta", "compaction_delta"})
