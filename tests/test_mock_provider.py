@@ -202,3 +202,48 @@ def test_the_command_serves_until_sigterm(tmp_path: Path) -> None:
                           str(scenario(tmp_path, {"path": "/x"}))],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and bad.stderr.startswith("error[invalid_mock_scenario]:")
+
+
+# gemini/sse-text.sse and bedrock/nova-micro-text.bin: see fixtures/real/PROVENANCE.md
+GEMINI = REAL / "gemini" / "sse-text.sse"
+NOVA = REAL / "bedrock" / "nova-micro-text.bin"
+
+
+def test_the_gemini_sdk_reads_a_captured_stream(tmp_path: Path) -> None:
+    from google import genai
+    from google.genai import types
+
+    path = scenario(tmp_path, {"path": "/models/gemini-2.0-flash:streamGenerateContent",
+                               "capture": str(GEMINI)})
+    with RunningMock(path) as mock:
+        client = genai.Client(api_key="test", http_options=types.HttpOptions(
+            base_url=mock.url))
+        text = "".join(chunk.text or "" for chunk in client.models.generate_content_stream(
+            model="gemini-2.0-flash", contents="Capital of France?"))
+    assert text and text == _capture_text(GEMINI)
+
+
+def test_boto3_reads_a_captured_bedrock_event_stream(tmp_path: Path) -> None:
+    import boto3
+
+    path = scenario(tmp_path, {"path": "/converse-stream", "capture": str(NOVA)})
+    with RunningMock(path) as mock:
+        client = boto3.client("bedrock-runtime", region_name="us-east-1",
+                              endpoint_url=mock.url, aws_access_key_id="test",
+                              aws_secret_access_key="test")
+        response = client.converse_stream(
+            modelId="amazon.nova-micro-v1:0",
+            messages=[{"role": "user", "content": [{"text": "Capital of France?"}]}])
+        text = "".join(e["contentBlockDelta"]["delta"]["text"] for e in response["stream"]
+                       if "contentBlockDelta" in e)
+    assert text and text == _capture_text(NOVA)
+
+
+def test_a_capture_whose_api_cannot_be_told_is_refused(tmp_path: Path) -> None:
+    unknown = tmp_path / "unknown.sse"
+    unknown.write_bytes(b'data: {"hello": "world"}\n\n')
+    with pytest.raises(InputError) as refused:
+        mock_app(scenario(tmp_path, {"path": "/v1/chat/completions",
+                                     "capture": str(unknown)}))
+    assert refused.value.code == "unknown_provider"
+    assert refused.value.message.startswith(f"exchange 0: {unknown} cannot be played: ")

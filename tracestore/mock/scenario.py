@@ -109,6 +109,7 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
             raise InputError(f"exchange {index}: cannot read capture {capture}: "
                              f"{exc.strerror}", code="file_not_found",
                              path=str(capture)) from None
+        _check_playable(index, capture, body, exchange)
         for name in ("cut_at_byte", "stall_at_byte"):
             at = getattr(exchange.faults, name)
             if at is not None and at > len(body):
@@ -117,6 +118,21 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
                                  exchange=index)
         bodies.append(body)
     return scenario, bodies
+
+
+def _check_playable(index: int, capture: Path, body: bytes, exchange: Exchange) -> None:
+    """A capture whose API or framing cannot be told is refused with ingest's own code: an
+    SDK could not read it either, and a test against it would prove nothing."""
+    from tracestore.errors import TracestoreError
+    from tracestore.providers.capture import read_capture
+
+    if exchange.faults.status is not None:
+        return  # answered with an error body instead; the capture is never played
+    try:
+        read_capture(body)
+    except TracestoreError as exc:
+        raise InputError(f"exchange {index}: {capture} cannot be played: {exc.message}",
+                         code=exc.code, exchange=index) from None
 
 
 def content_type(exchange: Exchange) -> str:
