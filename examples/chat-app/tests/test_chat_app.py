@@ -86,3 +86,10 @@ def test_the_buggy_app_fails_t8_with_old_attempt_text(chat: Any, tracestore_reco
         ("answer_mismatch", new["attempt_id"], "ui"),
         ("old_attempt_text_in_answer", new["attempt_id"], "ui")]
     assert app.state(turn)["history"] == [ANSWER]
+
+
+def test_every_scenario_loads() -> None:
+    from tracestore.mock.scenario import load
+
+    for scenario in sorted(SCENARIOS.glob("*.json")):
+        assert load(scenario)[0].exchanges, scenario
