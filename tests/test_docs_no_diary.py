@@ -2,7 +2,8 @@
 
 Run logs, issue and session numbers, "this round", "the lead", other helpers' sessions,
 load averages and commit hashes of old code are history: it belongs in CHANGELOG.md
-(what changed for users) and in git, not in README.md, docs/ or tracestore/'s comments.
+(what changed for users) and in git, not in README.md, docs/, examples/ or tracestore/'s
+comments.
 Figures live once, in docs/explanation/performance.md, without the story of their runs.
 """
 
@@ -32,7 +33,8 @@ NOT_YET: tuple[str, ...] = ()
 
 
 def files() -> list[Path]:
-    found = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    found = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")),
+             *sorted((ROOT / "examples").rglob("*.md")), *sorted((ROOT / "examples").rglob("*.py"))]
     found += sorted(p for p in (ROOT / "tracestore").rglob("*.py")
                     if not p.relative_to(ROOT).as_posix().startswith(NOT_YET))
     return found

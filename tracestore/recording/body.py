@@ -12,6 +12,7 @@ records, why a recording failure never reaches the application) are in the
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -197,13 +198,16 @@ class BodyAttempt:
     def reading(self) -> Iterator[None]:
         """Wrap the loop over the inner body: its end is recorded as it happened — the
         body's last byte, or the exception (which then reaches the application unchanged).
-        Closing the generator (the application stopped reading) is left to ``close``."""
+        Closing the generator (the application stopped reading) is left to ``close``, and so
+        is an asyncio task cancelled in a read: that is the application stopping, the way an
+        async server stops a stream, not the body breaking."""
         try:
             yield
         except GeneratorExit:
             raise
         except BaseException as exc:
-            self.broke(exc)
+            if not _cancelled(exc):
+                self.broke(exc)
             raise
         self.ended()
 
@@ -314,5 +318,12 @@ class BodyAttempt:
         if getattr(capture, "end_marker", None) is not None:
             return "after the dialect's end marker [DONE]"
         return None
+
+def _cancelled(exc: BaseException) -> bool:
+    """An asyncio cancellation (asyncio is only looked up, never imported: a process that
+    never imported it cannot be cancelled by it)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
+
 
 __all__ = ["QUEUE_ITEMS", "BodyAttempt", "BodyRecording"]
