@@ -148,8 +148,8 @@ def ingest(
     task: Annotated[Optional[Path], typer.Option(
         help="JSON file with the trace's semantic rule {answer_patterns, forbidden_patterns}.")] = None,
     fmt: Annotated[str, typer.Option(
-        "--format", help="auto, capture, agent-report (seed 001 comparison) or agent-result "
-                         "(one run result).")] = "auto",
+        "--format", help="auto, capture, agent-report (seed 001 comparison), agent-result "
+                         "(one run result) or realtime-session (WebSocket messages).")] = "auto",
     cases: Annotated[Optional[Path], typer.Option(
         help="Agent runs: cases file whose patterns become each trace's semantic rule.")] = None,
     contract: Annotated[Optional[Path], typer.Option(
@@ -173,18 +173,30 @@ def ingest(
     """Record one attempt from a file: every native frame becomes one event, in one transaction.
 
     An agent run file (seed 001's comparison report, or one run result) records each run as
-    its own trace and attempt instead.
+    its own trace and attempt instead.  A realtime session (JSON Lines of
+    {"dir", "t", "data"} WebSocket messages) is one trace with one attempt per response;
+    --attempt is then the prefix of their ids.
     """
     from dataclasses import replace
 
     from tracestore.ingest.pipeline import (
-        IngestOptions, agent_format, plan_input, write_plan, write_runs,
+        IngestOptions, agent_format, is_session_input, plan_input, write_plan, write_runs,
+        write_session,
     )
     from tracestore.ingest.plan import Bindings
 
     # Only files are read here; what they mean is the pipeline's (tracestore.ingest).
     data = read_input(file)
     name = "stdin" if file == STDIN else file.name  # messages, progress, default ids
+    if is_session_input(data, fmt):
+        options = IngestOptions(
+            filename=name, attempt_id=attempt, trace_id=trace, task=read_task(task),
+            bindings=Bindings(read_contract(contract) if contract else None,
+                              read_binding(binding)),
+            origin=origin, retry_of=retry_of, stop_after_byte=stop_after_byte)
+        with open_store(db) as store:
+            render_runs(write_session(store, data, options), name, as_json=as_json)
+        return
     runs_format = agent_format(data, fmt)
     if runs_format is not None:
         options = IngestOptions(filename=name, attempt_id=attempt, trace_id=trace,
@@ -240,7 +252,8 @@ def render_runs(done: RunsIngested, name: str, *, as_json: bool) -> None:
                "attempt_ids": list(done.attempts), "appended": w.appended,
                "skipped": w.skipped, "positions": list(w.positions),
                "decisions_recorded": list(w.decisions_recorded)}
-    runs = f"{len(done.attempts)} agent run{'' if len(done.attempts) == 1 else 's'}"
+    what = "response" if done.format == "realtime-session" else "agent run"
+    runs = f"{len(done.attempts)} {what}{'' if len(done.attempts) == 1 else 's'}"
     if as_json:
         # One key, one shape (docs/json.md): "attempts" and "runs" are lists of objects
         # elsewhere, "kind" names the input in ingest-batch.  The old keys stay one release.

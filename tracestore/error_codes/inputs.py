@@ -95,6 +95,9 @@ UNKNOWN_FRAMING: Final = _code("unknown_framing", 2, "The framing named is not o
 # -- providers, captures, projections --------------------------------------------------------
 UNKNOWN_PROVIDER: Final = _code("unknown_provider", 2, "The provider is unknown, or cannot be "
     "told from the capture's first events.")
+INVALID_SESSION_LINE: Final = _code("invalid_session_line", 2, "A line of a realtime session "
+    'capture is not {"dir": "server"|"client", "t": null|number|string, "data": …} (or a '
+    "close record), or the session ends inside a line.")
 UNKNOWN_API: Final = _code("unknown_api", 2, "The API of an attempt cannot be told; pass it "
     "explicitly.")
 MIXED_APIS: Final = _code("mixed_apis", 2, "One attempt holds native events of more than one API.")

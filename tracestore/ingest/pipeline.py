@@ -158,9 +158,40 @@ def write_runs(store: EventStore, data: bytes, fmt: str,
     return RunsIngested(plan.format, plan.sha256, tuple(a for a, _, _ in plan.runs), written)
 
 
+def write_session(store: EventStore, data: bytes, options: IngestOptions) -> RunsIngested:
+    """Plan and append a realtime session capture: its trace and one attempt per response
+    or turn, with their decisions, in ONE transaction (``tracestore.ingest.session``)."""
+    from tracestore.ingest.agent import AgentIngestPlan
+    from tracestore.ingest.session import SESSION_FORMAT, plan_session
+
+    bindings = options.bindings
+    if (bindings is not None and (bindings.contract is not None or bindings.binding is not None)
+            or options.retry_of is not None or options.stop_after_byte is not None):
+        raise InputError("a realtime session records its own responses, Stops and drains; "
+                         "--contract, --binding, --retry-of and --stop-after-byte do not "
+                         "apply to it", code="invalid_option")
+    plan = plan_session(data, filename=options.filename, trace_id=options.trace_id,
+                        attempt_prefix=options.attempt_id, task=options.task,
+                        origin=options.origin)
+    runs = AgentIngestPlan(SESSION_FORMAT, plan.sha256,
+                           tuple((a, plan.trace_id, a) for a in plan.attempts),
+                           plan.events, plan.blob)
+    written = Appended.of(append_runs(store, runs))
+    return RunsIngested(SESSION_FORMAT, plan.sha256, plan.attempts, written)
+
+
+def is_session_input(data: bytes, fmt: str = "auto") -> bool:
+    """Whether ``data`` is to be read as a realtime session capture."""
+    from tracestore.ingest.session import SESSION_FORMAT, is_session
+
+    return fmt == SESSION_FORMAT or (fmt == "auto" and is_session(data))
+
+
 def ingest_input(store: EventStore, data: bytes,
                  options: IngestOptions = IngestOptions()) -> Ingested:
     """Record one input: ``ingest FILE`` and each file of ``ingest-batch``."""
+    if is_session_input(data, options.fmt):
+        return write_session(store, data, options)
     fmt = agent_format(data, options.fmt)
     if fmt is not None:
         return write_runs(store, data, fmt, options)
@@ -347,5 +378,6 @@ def append_scenarios(store: EventStore, scenarios: Sequence[Scenario],
 __all__ = [
     "Appended", "IngestOptions", "Ingested", "PlanIngested", "RunsIngested", "agent_format",
     "append_plan", "append_runs", "append_scenario", "append_scenarios", "ingest_input",
-    "plan_input", "provider_warnings", "write_plan", "write_runs",
+    "is_session_input", "plan_input", "provider_warnings", "write_plan", "write_runs",
+    "write_session",
 ]

@@ -246,9 +246,36 @@ FAQ_ENDPOINT = Profile(
     reason_names=MappingProxyType({"native_failure": "endpoint_error"}),
 )
 
+# Realtime sessions (OpenAI Realtime and its Azure and xAI relatives; Gemini Live): one
+# response or turn of a session is one attempt.  ``response.done`` keeps the Realtime
+# status as sent: a cancelled response (the user barged in, or the client cancelled) is
+# never a normal ending; an incomplete one was cut by a token limit or by the content
+# filter (a refusal).  A session ``error`` while a response is in flight fails it.
+OPENAI_REALTIME_TEXT = Profile(
+    name="openai-realtime-text",
+    api="openai-realtime",
+    terminals=(
+        TerminalRule("normal", status="completed"),
+        TerminalRule("refused", status="incomplete", stop_reason="content_filter",
+                     reason="native_refusal"),
+        TerminalRule("limited", status="incomplete", stop_reason="max_output_tokens"),
+        TerminalRule("cancelled", status="cancelled"),
+        TerminalRule("failed", status="failed"),
+    ),
+    failure_errors=frozenset({"error"}),
+)
+# Gemini Live ends a turn with ``turnComplete`` and nothing else; an interrupted turn is
+# a local Stop placed by the ingest, not a terminal.
+GEMINI_LIVE_TEXT = Profile(
+    name="gemini-live-text",
+    api="gemini-live",
+    terminals=(TerminalRule("normal", native_type="turnComplete"),),
+)
+
 _BASE_PROFILES = (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
     XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED, FAQ_ENDPOINT,
+    OPENAI_REALTIME_TEXT, GEMINI_LIVE_TEXT,
 )
 
 #: Seed 003's whole destination policy: "on release the answer goes to the UI,

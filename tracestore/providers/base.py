@@ -26,7 +26,7 @@ __all__ = [
 #: Stable provider names (they appear on the CLI and in stored events).
 PROVIDER_NAMES: tuple[str, ...] = (
     "openai-responses", "openai-chat", "anthropic-messages", "bedrock-converse-stream",
-    "gemini", "xai", "ollama", "app-frames", "faq-endpoint",
+    "gemini", "xai", "ollama", "app-frames", "faq-endpoint", "openai-realtime", "gemini-live",
 )
 
 #: name → normalizer class; filled by :func:`register` when the provider modules import.
@@ -78,7 +78,8 @@ PROVIDER_MODULES: dict[str, str] = {
     "openai-responses": "openai_responses", "openai-chat": "openai_chat",
     "anthropic-messages": "anthropic", "bedrock-converse-stream": "bedrock",
     "gemini": "gemini", "xai": "xai", "ollama": "ollama", "app-frames": "app_frames",
-    "faq-endpoint": "faq_endpoint",
+    "faq-endpoint": "faq_endpoint", "openai-realtime": "openai_realtime",
+    "gemini-live": "gemini_live",
 }
 
 
