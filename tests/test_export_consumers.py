@@ -18,6 +18,9 @@ from clihelp import run
 from otlphelp import Collector, pb_attributes
 from phoenixhelp import get as _get, phoenix, phoenix_spans  # noqa: F401 - a fixture
 
+#: A long run: `pytest -m slow` runs it, and so does .ci/run.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
 GPT4O = REPO / "fixtures" / "real" / "openai-responses" / "text-gpt-4o.sse"

@@ -30,7 +30,8 @@ from conftest import FIXTURES
 from phoenixhelp import phoenix, phoenix_spans  # noqa: F401 - a fixture
 
 # full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
-pytestmark = pytest.mark.usefixtures("frozen_heap")
+#: A long run (a real Phoenix): `pytest -m slow` runs it, and so does .ci/run.
+pytestmark = [pytest.mark.usefixtures("frozen_heap"), pytest.mark.slow]
 
 CAPTURE = FIXTURES / "real" / "openai-chat" / "text-usage-moderation-gpt-5.sse"
 MESSAGES = [{"role": "system", "content": "Answer in one sentence."},

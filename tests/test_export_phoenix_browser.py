@@ -31,7 +31,8 @@ from test_export_live_phoenix import CAPTURE, MESSAGES, PACE, STOP_AFTER, record
 from test_report_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 
 # full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
-pytestmark = pytest.mark.usefixtures("frozen_heap")
+#: A long run (a real Phoenix): `pytest -m slow` runs it, and so does .ci/run.
+pytestmark = [pytest.mark.usefixtures("frozen_heap"), pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1440, 900

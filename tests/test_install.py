@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+#: A long run: `pytest -m slow` runs it, and so does .ci/run.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -7,7 +7,11 @@ projected); ``bench/fuzz_pipeline.py`` runs the long version over every fixture.
 
 from __future__ import annotations
 
+import pytest
 from pipeline_fuzz import HOSTILE, mutate, run_cases, seeds
+
+#: A long run: `pytest -m slow` runs it, and so does .ci/run.
+pytestmark = pytest.mark.slow
 
 CASES = 20_000
 
