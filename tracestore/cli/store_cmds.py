@@ -163,6 +163,10 @@ def ingest(
              "them). A JSON array without it says its origin was not stated.")] = None,
     retry_of: Annotated[Optional[str], typer.Option(
         "--retry-of", metavar="ATTEMPT", help="The attempt this one retries (same trace): the app's retry.")] = None,
+    resume_of: Annotated[Optional[str], typer.Option(
+        "--resume-of", metavar="ATTEMPT",
+        help="This capture is a second connection resuming ATTEMPT's OpenAI Responses "
+             "stream (starting_after): recorded with it as one new attempt of its trace.")] = None,
     stop_after_byte: Annotated[Optional[int], typer.Option(
         "--stop-after-byte", min=0, metavar="N",
         help="The user pressed Stop after the app had received N bytes: a local Stop is "
@@ -180,14 +184,24 @@ def ingest(
     from dataclasses import replace
 
     from tracestore.ingest.pipeline import (
-        IngestOptions, agent_format, is_session_input, plan_input, write_plan, write_runs,
-        write_session,
+        IngestOptions, agent_format, is_session_input, plan_input, write_plan, write_resume,
+        write_runs, write_session,
     )
     from tracestore.ingest.plan import Bindings
 
     # Only files are read here; what they mean is the pipeline's (tracestore.ingest).
     data = read_input(file)
     name = "stdin" if file == STDIN else file.name  # messages, progress, default ids
+    if resume_of is not None:
+        options = IngestOptions(
+            filename=name, attempt_id=attempt, trace_id=trace, chunk_size=chunk_size,
+            task=read_task(task), origin=origin, retry_of=retry_of, resume_of=resume_of,
+            stop_after_byte=stop_after_byte,
+            bindings=Bindings(read_contract(contract) if contract else None,
+                              read_binding(binding)))
+        with open_store(db) as store:
+            render_plan(write_resume(store, data, options), name, as_json=as_json)
+        return
     if is_session_input(data, fmt):
         options = IngestOptions(
             filename=name, attempt_id=attempt, trace_id=trace, task=read_task(task),
