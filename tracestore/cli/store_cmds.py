@@ -178,14 +178,15 @@ def ingest(
 
     An agent run file (seed 001's comparison report, or one run result) records each run as
     its own trace and attempt instead.  A realtime session (JSON Lines of
-    {"dir", "t", "data"} WebSocket messages) is one trace with one attempt per response;
-    --attempt is then the prefix of their ids.
+    {"dir", "t", "data"} WebSocket messages, or a HAR file whose WebSocket entry has
+    _webSocketMessages) is one trace with one attempt per response; --attempt is then the
+    prefix of their ids.
     """
     from dataclasses import replace
 
     from tracestore.ingest.pipeline import (
-        IngestOptions, agent_format, is_session_input, plan_input, write_plan, write_resume,
-        write_runs, write_session,
+        IngestOptions, agent_format, har_as_session, is_session_input, plan_input, write_plan,
+        write_resume, write_runs, write_session,
     )
     from tracestore.ingest.plan import Bindings
 
@@ -202,6 +203,7 @@ def ingest(
         with open_store(db) as store:
             render_plan(write_resume(store, data, options), name, as_json=as_json)
         return
+    data = har_as_session(data, fmt)
     if is_session_input(data, fmt):
         options = IngestOptions(
             filename=name, attempt_id=attempt, trace_id=trace, task=read_task(task),

@@ -212,6 +212,14 @@ def write_resume(store: EventStore, data: bytes, options: IngestOptions) -> Plan
                         plan.sha256, plan.frames, plan.drain, written, resumed.notes)
 
 
+def har_as_session(data: bytes, fmt: str = "auto") -> bytes:
+    """A HAR file's WebSocket messages as a session capture (``tracestore.ingest.har``);
+    any other input as it is."""
+    from tracestore.ingest.har import har_session, is_har
+
+    return har_session(data) if fmt == "auto" and is_har(data) else data
+
+
 def is_session_input(data: bytes, fmt: str = "auto") -> bool:
     """Whether ``data`` is to be read as a realtime session capture."""
     from tracestore.ingest.session import SESSION_FORMAT, is_session
@@ -224,6 +232,7 @@ def ingest_input(store: EventStore, data: bytes,
     """Record one input: ``ingest FILE`` and each file of ``ingest-batch``."""
     if options.resume_of is not None:
         return write_resume(store, data, options)
+    data = har_as_session(data, options.fmt)
     if is_session_input(data, options.fmt):
         return write_session(store, data, options)
     fmt = agent_format(data, options.fmt)
@@ -411,7 +420,7 @@ def append_scenarios(store: EventStore, scenarios: Sequence[Scenario],
 
 __all__ = [
     "Appended", "IngestOptions", "Ingested", "PlanIngested", "RunsIngested", "agent_format",
-    "append_plan", "append_runs", "append_scenario", "append_scenarios", "ingest_input",
-    "is_session_input", "plan_input", "provider_warnings", "write_plan", "write_resume",
+    "append_plan", "append_runs", "append_scenario", "append_scenarios", "har_as_session",
+    "ingest_input", "is_session_input", "plan_input", "provider_warnings", "write_plan", "write_resume",
     "write_runs", "write_session",
 ]
