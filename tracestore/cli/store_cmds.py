@@ -142,7 +142,7 @@ def ingest(
     provider: Annotated[str, typer.Option(
         "--provider", "--api",
         help="auto, openai-responses, openai-chat, anthropic-messages, "
-             "bedrock-converse-stream, gemini, xai, ollama, app-frames.")] = "auto",
+             "bedrock-converse-stream, gemini, xai, ollama, app-frames, cohere-v2.")] = "auto",
     chunk_size: Annotated[Optional[int], typer.Option(
         min=1, help="Feed the decoder in chunks of this many bytes (boundaries change nothing).")] = None,
     task: Annotated[Optional[Path], typer.Option(
