@@ -474,8 +474,8 @@ def test_every_destination_profiles_are_twins_of_the_text_profiles_and_never_def
     twins = {n: p for n, p in PROFILES.items() if n.endswith("-every-destination")}
     assert sorted(twins) == sorted(f"{n}-every-destination" for n in (
         "openai-responses-text", "bedrock-converse-text", "anthropic-messages-text",
-        "openai-chat-text", "xai-text", "gemini-text", "ollama-text", "openai-realtime-text",
-        "gemini-live-text"))
+        "openai-chat-text", "xai-text", "gemini-text", "ollama-text", "cohere-v2-text",
+        "openai-realtime-text", "gemini-live-text"))
     for name, twin in twins.items():
         base = PROFILES[name.removesuffix("-every-destination")]
         assert twin.required_destinations == ("ui", "history", "export", "copy")

@@ -257,4 +257,4 @@ def test_registry() -> None:
     assert info.value.code == "unknown_provider"
     assert PROVIDER_NAMES == ("openai-responses", "openai-chat", "anthropic-messages",
                               "bedrock-converse-stream", "gemini", "xai", "ollama", "app-frames",
-                              "faq-endpoint", "openai-realtime", "gemini-live")
+                              "faq-endpoint", "openai-realtime", "gemini-live", "cohere-v2")

@@ -54,7 +54,7 @@ LABELS_BY_ERROR_VENDOR = {
 }
 LABELS_BY_CHUNK_VENDOR = {
     "anthropic": {"anthropic-messages"}, "amazon-bedrock": {"bedrock-converse-stream"},
-    "google": {"gemini"}, "cohere": {None}, "xai": {"xai"},
+    "google": {"gemini"}, "cohere": {"cohere-v2"}, "xai": {"xai"},
     "azure": {"openai-chat", "openai-responses"}, "openai": {"openai-chat", "openai-responses", None},
     "open-responses": {"openai-responses"},
 }

@@ -142,7 +142,7 @@ def allowed_labels(entry: dict[str, Any]) -> set[str]:
         return {"gemini"}
     by_vendor = {"anthropic": {"anthropic-messages"}, "google": {"gemini"},
                  "amazon-bedrock": {"bedrock-converse-stream"}, "xai": {"xai"},
-                 "cohere": set()}
+                 "cohere": {"cohere-v2"}}
     if vendor == "bedrock":  # "other": Bedrock Mantle's Responses API; InvokeAgent refused
         return {"openai-responses"} if folder == "bedrock-mantle-responses" else set()
     return by_vendor.get(vendor, {"openai-chat", "openai-responses"})

@@ -36,7 +36,7 @@ WHY = {
     "duplicate_terminal": "a second ending with new content: two answers",
     "second_message_start": "a second start frame in one stream: two messages' frames in one "
                             "attempt (the stream grammar)",
-    "unknown_provider": "an API tracestore does not decode (legacy completions, Cohere, "
+    "unknown_provider": "an API tracestore does not decode (legacy completions, Cohere v1, "
                         "Bedrock Invoke/Agent) or no shape decides: refused, nothing written",
     "invalid_json": "a frame that is not strict JSON (a truncated cassette, a non-JSON body): "
                     "refused, nothing written",

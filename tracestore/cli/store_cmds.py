@@ -142,7 +142,7 @@ def ingest(
     provider: Annotated[str, typer.Option(
         "--provider", "--api",
         help="auto, openai-responses, openai-chat, anthropic-messages, "
-             "bedrock-converse-stream, gemini, xai, ollama, app-frames.")] = "auto",
+             "bedrock-converse-stream, gemini, xai, ollama, app-frames, cohere-v2.")] = "auto",
     chunk_size: Annotated[Optional[int], typer.Option(
         min=1, help="Feed the decoder in chunks of this many bytes (boundaries change nothing).")] = None,
     task: Annotated[Optional[Path], typer.Option(
@@ -163,6 +163,10 @@ def ingest(
              "them). A JSON array without it says its origin was not stated.")] = None,
     retry_of: Annotated[Optional[str], typer.Option(
         "--retry-of", metavar="ATTEMPT", help="The attempt this one retries (same trace): the app's retry.")] = None,
+    resume_of: Annotated[Optional[str], typer.Option(
+        "--resume-of", metavar="ATTEMPT",
+        help="This capture is a second connection resuming ATTEMPT's OpenAI Responses "
+             "stream (starting_after): recorded with it as one new attempt of its trace.")] = None,
     stop_after_byte: Annotated[Optional[int], typer.Option(
         "--stop-after-byte", min=0, metavar="N",
         help="The user pressed Stop after the app had received N bytes: a local Stop is "
@@ -174,20 +178,32 @@ def ingest(
 
     An agent run file (seed 001's comparison report, or one run result) records each run as
     its own trace and attempt instead.  A realtime session (JSON Lines of
-    {"dir", "t", "data"} WebSocket messages) is one trace with one attempt per response;
-    --attempt is then the prefix of their ids.
+    {"dir", "t", "data"} WebSocket messages, or a HAR file whose WebSocket entry has
+    _webSocketMessages) is one trace with one attempt per response; --attempt is then the
+    prefix of their ids.
     """
     from dataclasses import replace
 
     from tracestore.ingest.pipeline import (
-        IngestOptions, agent_format, is_session_input, plan_input, write_plan, write_runs,
-        write_session,
+        IngestOptions, agent_format, har_as_session, is_session_input, plan_input, write_plan,
+        write_resume, write_runs, write_session,
     )
     from tracestore.ingest.plan import Bindings
 
     # Only files are read here; what they mean is the pipeline's (tracestore.ingest).
     data = read_input(file)
     name = "stdin" if file == STDIN else file.name  # messages, progress, default ids
+    if resume_of is not None:
+        options = IngestOptions(
+            filename=name, attempt_id=attempt, trace_id=trace, chunk_size=chunk_size,
+            task=read_task(task), origin=origin, retry_of=retry_of, resume_of=resume_of,
+            stop_after_byte=stop_after_byte,
+            bindings=Bindings(read_contract(contract) if contract else None,
+                              read_binding(binding)))
+        with open_store(db) as store:
+            render_plan(write_resume(store, data, options), name, as_json=as_json)
+        return
+    data = har_as_session(data, fmt)
     if is_session_input(data, fmt):
         options = IngestOptions(
             filename=name, attempt_id=attempt, trace_id=trace, task=read_task(task),

@@ -60,6 +60,10 @@ INVALID_IDENTIFIER: Final = _code("invalid_identifier", 2, "An id or name is emp
     "printable text.")
 UNSTORABLE_VALUE: Final = _code("unstorable_value", 2, "A value cannot be stored as JSON.")
 
+INVALID_HAR: Final = _code("invalid_har", 2, "A HAR file that does not hold exactly one "
+    "WebSocket entry with readable _webSocketMessages (send/receive, epoch-seconds time, a "
+    "JSON text or base64 binary message).")
+
 # -- wire framing ----------------------------------------------------------------------------
 TRUNCATED_FRAME: Final = _code("truncated_frame", 2, "The capture ends in the middle of a frame.")
 TRUNCATED_UTF8: Final = _code("truncated_utf8", 2, "The capture ends in the middle of a UTF-8 "

@@ -56,6 +56,9 @@ TEMPLATES_MISSING: Final = _code("templates_missing", 4, "No review templates di
 UNKNOWN_TEMPLATE: Final = _code("unknown_template", 4, "No review template of that name.")
 
 # -- ingest, replay, recording ---------------------------------------------------------------
+RESUME_NOT_POSSIBLE: Final = _code("resume_not_possible", 2, "--resume-of names an attempt "
+    "a second connection cannot continue: not an OpenAI Responses stream, no sequence_number "
+    "to resume after, or the resumed attempt's own id.")
 ATTEMPT_EXISTS: Final = _code("attempt_exists", 2, "The attempt is already in the log; an attempt "
     "is recorded once.")
 TRACE_CONFLICT: Final = _code("trace_conflict", 2, "The trace already exists with another task "

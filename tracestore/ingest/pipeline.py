@@ -52,6 +52,8 @@ class IngestOptions:
     cases: Mapping[str, Any] | None = None
     "Agent runs: case id -> case, whose patterns become each trace's task rule."
     retry_of: str | None = None
+    resume_of: str | None = None
+    "The attempt whose stream this capture resumes (a second connection of one answer)."
     stop_after_byte: int | None = None
     progress: Callable[[int], None] | None = field(default=None, compare=False)
     "Hears how many bytes of a capture have been decoded (progress bars)."
@@ -180,6 +182,44 @@ def write_session(store: EventStore, data: bytes, options: IngestOptions) -> Run
     return RunsIngested(SESSION_FORMAT, plan.sha256, plan.attempts, written)
 
 
+def write_resume(store: EventStore, data: bytes, options: IngestOptions) -> PlanIngested:
+    """Plan and append a resumed connection with the attempt it continues, as one new
+    attempt of that trace holding both (``tracestore.ingest.resume``), with its decision."""
+    from tracestore.errors import NotFound
+    from tracestore.events import attempt_stream, trace_stream
+    from tracestore.ingest.resume import plan_resume
+
+    assert options.resume_of is not None
+    if (options.retry_of is not None or options.stop_after_byte is not None
+            or options.task is not None or options.trace_id is not None
+            or options.origin is not None or (options.bindings is not None and (
+                options.bindings.contract is not None or options.bindings.binding is not None))):
+        raise InputError("a resumed connection joins the trace of the attempt it resumes, "
+                         "under its rule, origin and bindings; --trace, --task, --origin, "
+                         "--contract, --binding, --retry-of and --stop-after-byte do not "
+                         "apply to it", code="invalid_option")
+    first = store.read(stream=attempt_stream(options.resume_of))
+    if not first:
+        raise NotFound(f"--resume-of names {options.resume_of!r}, which is not an attempt in "
+                       "the log", code="attempt_not_found", attempt_id=options.resume_of)
+    opened = store.read(stream=trace_stream(first[0].trace_id or ""), limit=1)
+    resumed = plan_resume(opened[0], first, data, resume_of=options.resume_of,
+                          filename=options.filename, attempt_id=options.attempt_id,
+                          chunk_size=options.chunk_size)
+    plan = resumed.plan
+    written = Appended.of(append_plan(store, plan))
+    return PlanIngested(plan.attempt_id, plan.trace_id, plan.api, plan.kind, plan.framing,
+                        plan.sha256, plan.frames, plan.drain, written, resumed.notes)
+
+
+def har_as_session(data: bytes, fmt: str = "auto") -> bytes:
+    """A HAR file's WebSocket messages as a session capture (``tracestore.ingest.har``);
+    any other input as it is."""
+    from tracestore.ingest.har import har_session, is_har
+
+    return har_session(data) if fmt == "auto" and is_har(data) else data
+
+
 def is_session_input(data: bytes, fmt: str = "auto") -> bool:
     """Whether ``data`` is to be read as a realtime session capture."""
     from tracestore.ingest.session import SESSION_FORMAT, is_session
@@ -190,6 +230,9 @@ def is_session_input(data: bytes, fmt: str = "auto") -> bool:
 def ingest_input(store: EventStore, data: bytes,
                  options: IngestOptions = IngestOptions()) -> Ingested:
     """Record one input: ``ingest FILE`` and each file of ``ingest-batch``."""
+    if options.resume_of is not None:
+        return write_resume(store, data, options)
+    data = har_as_session(data, options.fmt)
     if is_session_input(data, options.fmt):
         return write_session(store, data, options)
     fmt = agent_format(data, options.fmt)
@@ -377,7 +420,7 @@ def append_scenarios(store: EventStore, scenarios: Sequence[Scenario],
 
 __all__ = [
     "Appended", "IngestOptions", "Ingested", "PlanIngested", "RunsIngested", "agent_format",
-    "append_plan", "append_runs", "append_scenario", "append_scenarios", "ingest_input",
-    "is_session_input", "plan_input", "provider_warnings", "write_plan", "write_runs",
-    "write_session",
+    "append_plan", "append_runs", "append_scenario", "append_scenarios", "har_as_session",
+    "ingest_input", "is_session_input", "plan_input", "provider_warnings", "write_plan", "write_resume",
+    "write_runs", "write_session",
 ]

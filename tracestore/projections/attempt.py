@@ -23,7 +23,7 @@ from tracestore.contracts.events_check import EventRules
 from tracestore.contracts.frames import FrameChecker
 from tracestore.errors import InputError
 from tracestore.events import (
-    AttemptStarted, FrameReceived, FrameRejected, LocalStopped, StoredEvent, TraceOpened,
+    AttemptStarted, CaptureStored, FrameReceived, FrameRejected, LocalStopped, StoredEvent, TraceOpened,
     TransportDrained,
 )
 from tracestore.projections import reasons as R
@@ -110,6 +110,7 @@ class AttemptFold(AttemptChecks):
         self._content_since_start = False
         self._early: int | None = None  # where content came before any start frame
         self._sequence: int | None = None  # the last Responses sequence_number
+        self._resumed = False  # a capture stored after frames opens a resumed connection
         self._view: AttemptView | None = None  # the last view built; any apply drops it
         self._joined: str | None = None  # the joined candidate text; a new piece drops it
 
@@ -144,6 +145,10 @@ class AttemptFold(AttemptChecks):
         elif isinstance(event, TransportDrained):
             if self.drain is None:
                 self.drain = Drain(stored.position, event.outcome, event.detail)
+        elif isinstance(event, CaptureStored):
+            if not self.frames:
+                return False
+            self._resumed = True
         elif isinstance(event, FrameRejected):
             if self.frame_failure is None:
                 detail = f"byte {event.offset}" if event.offset is not None else event.detail

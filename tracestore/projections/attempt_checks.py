@@ -45,11 +45,24 @@ class AttemptChecks:
     _content_since_start: bool
     _early: int | None
     _sequence: int | None
+    _resumed: bool
 
     def _check_sequence(self, position: int, native: Any) -> None:
         seq = native.get("sequence_number") if isinstance(native, Mapping) else None
         if not isinstance(seq, int) or isinstance(seq, bool):
             return
+        if self._resumed and self._sequence is not None:
+            # The first event of a resumed connection must be the one after the first
+            # connection's last: anything else lost events or delivered some twice.
+            self._resumed = False
+            if seq > self._sequence + 1:
+                self._anomaly(position, R.RESUME_SEQUENCE_GAP, str(native.get("type")),
+                              f"{seq} after {self._sequence}")
+            elif seq <= self._sequence:
+                self._anomaly(position, R.RESUME_SEQUENCE_OVERLAP, str(native.get("type")),
+                              f"{seq} after {self._sequence}")
+                self._sequence = seq
+                return
         if self._sequence is not None and seq < self._sequence:  # a repeat is not a regress
             self._anomaly(position, R.SEQUENCE_NUMBER_REGRESSED, str(native.get("type")),
                           f"{seq} after {self._sequence}")

@@ -210,6 +210,11 @@ GEMINI_TEXT = _stop_reason_profile("gemini-text", "gemini",
                                    *_stop_reasons("STOP", "MAX_TOKENS"), *_GEMINI_REFUSALS,
                                    *_INTERACTIONS_ENDS)
 OLLAMA_TEXT = _stop_reason_profile("ollama-text", "ollama", *_stop_reasons("stop", "length"))
+#: Cohere v2 chat: ``message-end``'s ``finish_reason``; ``ERROR`` is the request failing
+#: (``TIMEOUT`` and ``STOP_SEQUENCE`` are not this profile's normal ending: held).
+COHERE_V2_TEXT = _stop_reason_profile(
+    "cohere-v2-text", "cohere-v2", *_stop_reasons("COMPLETE", "MAX_TOKENS", "TOOL_CALL"),
+    TerminalRule("failed", stop_reason="ERROR"))
 
 # Seed 000's consumer: the application's own NDJSON frames carrying a structured reply.
 # ``done`` is the normal ending, ``cancel`` a local cancellation, ``error`` a local error
@@ -274,7 +279,7 @@ GEMINI_LIVE_TEXT = Profile(
 
 _BASE_PROFILES = (
     OPENAI_RESPONSES_TEXT, BEDROCK_CONVERSE_TEXT, ANTHROPIC_MESSAGES_TEXT, OPENAI_CHAT_TEXT,
-    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, APP_FRAMES_STRUCTURED, FAQ_ENDPOINT,
+    XAI_TEXT, GEMINI_TEXT, OLLAMA_TEXT, COHERE_V2_TEXT, APP_FRAMES_STRUCTURED, FAQ_ENDPOINT,
     OPENAI_REALTIME_TEXT, GEMINI_LIVE_TEXT,
 )
 

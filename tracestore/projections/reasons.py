@@ -155,6 +155,10 @@ READBACK_MISMATCH: Final = "readback_mismatch"
 CONTENT_BEFORE_START: Final = "content_before_start"
 SECOND_MESSAGE_START: Final = "second_message_start"
 SEQUENCE_NUMBER_REGRESSED: Final = "sequence_number_regressed"
+# a Responses stream resumed on a second connection whose first event does not follow the
+# first connection's last sequence_number
+RESUME_SEQUENCE_GAP: Final = "resume_sequence_gap"
+RESUME_SEQUENCE_OVERLAP: Final = "resume_sequence_overlap"
 
 # a write recorded on one attempt holding another attempt's text; a partial
 # answer shown as cut off that is not what the policy allows
@@ -332,6 +336,12 @@ DESCRIPTIONS: Final[dict[str, str]] = {
                           "attempt.",
     SEQUENCE_NUMBER_REGRESSED: "A Responses sequence_number did not increase: a frame of "
                                "another stream, or one replayed.",
+    RESUME_SEQUENCE_GAP: "A resumed Responses stream's second connection starts after the "
+                         "sequence_number that follows the first connection's last one: "
+                         "events of the answer were never received.",
+    RESUME_SEQUENCE_OVERLAP: "A resumed Responses stream's second connection replays a "
+                             "sequence_number the first connection delivered, with other "
+                             "content than the first's event of that number.",
     MISATTRIBUTED_DESTINATION_WRITE: "A write recorded on one attempt holds exactly another "
                                      "attempt's text: it is judged as that attempt's write.",
     CUT_OFF_WRITE_NOT_ALLOWED: "A write marked as cut off that the policy does not allow: "

@@ -38,6 +38,7 @@ USAGE_BASIS: Final[dict[str, str]] = {
     "openai-responses": "one final record (response.usage on the terminal event)",
     "openai-chat": "one final record (the usage chunk, or the finish chunk)",
     "ollama": "one final record (the counters on the done line)",
+    "cohere-v2": "one final record (message-end's delta.usage: billed_units and tokens)",
     "app-frames": "application frames carry no usage",
 }
 

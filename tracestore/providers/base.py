@@ -27,6 +27,7 @@ __all__ = [
 PROVIDER_NAMES: tuple[str, ...] = (
     "openai-responses", "openai-chat", "anthropic-messages", "bedrock-converse-stream",
     "gemini", "xai", "ollama", "app-frames", "faq-endpoint", "openai-realtime", "gemini-live",
+    "cohere-v2",
 )
 
 #: name → normalizer class; filled by :func:`register` when the provider modules import.
@@ -79,7 +80,7 @@ PROVIDER_MODULES: dict[str, str] = {
     "anthropic-messages": "anthropic", "bedrock-converse-stream": "bedrock",
     "gemini": "gemini", "xai": "xai", "ollama": "ollama", "app-frames": "app_frames",
     "faq-endpoint": "faq_endpoint", "openai-realtime": "openai_realtime",
-    "gemini-live": "gemini_live",
+    "gemini-live": "gemini_live", "cohere-v2": "cohere",
 }
 
 

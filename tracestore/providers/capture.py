@@ -22,6 +22,7 @@ from tracestore.providers.app_frames import FRAME_KINDS, complete_lines_only
 from tracestore.providers.base import make_normalizer
 from tracestore.providers.error_body import error_body_provider, whole_error_body
 from tracestore.providers.faq_endpoint import EVENT_NAMES as FAQ_EVENTS, is_chunk, is_envelope
+from tracestore.providers.cohere import EVENT_TYPES as COHERE_EVENTS
 from tracestore.providers.bedrock import EVENT_MEMBERS, EXCEPTION_MEMBERS, bedrock_native_from_message
 from tracestore.providers.observations import Observation
 from tracestore.providers.strictjson import strict_loads
@@ -167,6 +168,9 @@ def _shape_vote(native: Any) -> str | None:
         return "app-frames"
     etype = native.get("type")
     if isinstance(etype, str):
+        if etype in COHERE_EVENTS and ("delta" in native or "index" in native
+                                       or etype == "message-start"):
+            return "cohere-v2"
         if etype.startswith("response."):
             return "xai" if grok else "openai-responses"
         if etype in ANTHROPIC_TYPES and etype != "error":
