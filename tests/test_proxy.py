@@ -201,6 +201,11 @@ def test_a_retry_named_by_headers_is_judged_like_t8_and_destinations_are_recorde
     refused = httpx.post(f"{setup.url}/.tracestore/destinations",
                          json={"attempt": "nope", "destination": "ui", "text": "x"})
     assert (refused.status_code, refused.json()["error"]["code"]) == (404, "attempt_not_found")
+    for bad in ({"destination": "history", "cut_off": True}, {"destination": "ui",
+                                                             "cut_off": "yes"}):
+        refused = httpx.post(f"{setup.url}/.tracestore/destinations",
+                             json={"attempt": new_id, "text": answer, **bad})
+        assert refused.status_code == 400, bad  # only the UI shows a partial cut off
     setup.recording.flush()
     from tracestore.events import ReleaseDecided
     from tracestore.projections.destinations import audit

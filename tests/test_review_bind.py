@@ -204,3 +204,34 @@ def test_every_derived_field_names_the_kinds_that_support_a_pass(store: EventSto
     assert store.head_position() == head
     act(store, "t7", sets=[("native_observation", "verified end_turn")], evidence=[10])
     assert TEMPLATE.field("native_observation").accepts("frame.received", None)
+
+
+def test_an_attached_receipt_fills_remote_cancellation(tmp_path: Path) -> None:
+    """An attached cancellation receipt is derived into remote_cancellation (citing it) and
+    taken off the evidence gap; another kind of evidence is not."""
+    import hashlib
+    import json
+
+    from tests.clihelp import run
+
+    db = tmp_path / "r.db"
+    with EventStore(f"sqlite:///{db}") as opened:
+        replay_into(opened, "t7")
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(b"not a receipt")
+    run("evidence", "t7", "--kind", "screenshot", "--file", str(shot), db=db)
+    receipt = tmp_path / "receipt.txt"
+    receipt.write_bytes(b"provider cancellation req_123 at 12:00:01Z")
+    code, out, _ = run("evidence", "t7", "--kind", "cancellation_receipt", "--file",
+                       str(receipt), "--note", "req_123", "--json", db=db)
+    at = json.loads(out)["position"]
+    code, out, _ = run("review", "t7", "--json", db=db)
+    fields = {f["name"]: f for f in json.loads(out)["fields"]}
+    sha = hashlib.sha256(receipt.read_bytes()).hexdigest()
+    assert code == 0
+    assert (fields["remote_cancellation"]["value"], fields["remote_cancellation"]["source"],
+            fields["remote_cancellation"]["evidence"]) == (
+        f"Receipt attached: cancellation_receipt receipt.txt (42 bytes, sha256 {sha[:16]}) "
+        f"at #{at}: req_123", "derived", [at])
+    assert "provider receipt" not in fields["evidence_gap"]["value"]
+    assert "remote_cancellation" not in json.loads(out)["unknown"]

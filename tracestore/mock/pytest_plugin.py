@@ -5,7 +5,10 @@ Fixtures:
 * ``tracestore_mock`` -- ``mock = tracestore_mock("scenario.json")`` starts a mock provider
   on a free port of 127.0.0.1 for the test (``mock.url``, ``mock.log``); stopped after it;
 * ``tracestore_recorder`` -- a ``Recorder`` on a new SQLite store in the test's temporary
-  folder (``tracestore_recorder.store``), closed after the test.
+  folder (``tracestore_recorder.store``), closed after the test;
+* ``tracestore_conformance_case`` -- a test that takes it runs once per case of the
+  conformance pack (``tracestore.mock.conformance.cases()``, ids the case names): run the
+  app against ``case.scenario`` as ``case.user`` says, then ``case.check(recorder, trace)``.
 
 ``assert_clean(recorder_or_store, trace=None)`` fails a test with the audit's violation
 table when any destination holds what the release policy forbids.  Nothing here is
@@ -46,6 +49,18 @@ def tracestore_recorder(tmp_path: Path) -> Iterator[Any]:
         yield recorder
 
 
+CONFORMANCE_FIXTURE = "tracestore_conformance_case"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if CONFORMANCE_FIXTURE not in metafunc.fixturenames:
+        return  # the pack is read only for a test that asks for it
+    from tracestore.mock.conformance import cases
+
+    pack = cases()
+    metafunc.parametrize(CONFORMANCE_FIXTURE, pack, ids=[c.name for c in pack])
+
+
 def assert_clean(source: Any, trace: str | None = None) -> None:
     """Fail with the audit's violations (code, attempt, destination, position, what),
     once every recording transport has recorded what its application received."""
@@ -63,4 +78,5 @@ def assert_clean(source: Any, trace: str | None = None) -> None:
                              + "\n".join(lines))
 
 
-__all__ = ["assert_clean", "tracestore_mock", "tracestore_recorder"]
+__all__ = ["CONFORMANCE_FIXTURE", "assert_clean", "pytest_generate_tests", "tracestore_mock",
+           "tracestore_recorder"]

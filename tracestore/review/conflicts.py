@@ -298,7 +298,8 @@ def gap_conflict(value: str, ctx: ReviewContext) -> bool:
 
 @conflict_check("remote_cancellation")
 def cancellation_conflict(value: str, ctx: ReviewContext) -> bool:
-    """Never derived (always UNKNOWN), so nothing to contradict: see ``needs_evidence``."""
+    """Derived only as the receipts attached, which a reviewer's value judges rather than
+    contradicts: see ``needs_evidence`` for a PASS without one."""
     return False
 
 

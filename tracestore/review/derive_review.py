@@ -7,11 +7,14 @@ they are reported as such and never presented as an application's readback.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import ANSWER_DESTINATIONS, CaptureStored
+from tracestore.events import ANSWER_DESTINATIONS, CaptureStored, StoredEvent
 from tracestore.projections import reasons as R
 from tracestore.projections.destinations import PROGRESS_TEXT, DestinationEntry, owed_destinations
 from tracestore.review.context import Derived, ReviewContext, deriver, reviewer_key
+from tracestore.review.derive_trace import receipts
 from tracestore.review.wording import listed, plural, positions
 
 
@@ -116,12 +119,27 @@ def expected_destinations(ctx: ReviewContext) -> Derived:
 
 @deriver("actual_destinations")
 def actual_destinations(ctx: ReviewContext) -> Derived | None:
-    """An application's recorded destination writes and their audit; UNKNOWN without any."""
-    if not _writes(ctx, "application"):
+    """An application's recorded destination writes and read-backs, and their audit;
+    UNKNOWN without either."""
+    reads = [e for e in ctx.attempt_events() if e.type == "destination.read_back"]
+    if not _writes(ctx, "application") and not reads:
         return None
-    actual, cited = _actual(ctx, "application")
+    if _writes(ctx, "application"):
+        actual, cited = _actual(ctx, "application")
+        actual = f"A{actual[1:]}"
+    else:
+        actual, cited = "Actual: no application write recorded", []
+    if reads:
+        actual += "; read back: " + listed([_read_back(e) for e in reads], limit=8)
     audit_text, audit_cited = _audit(ctx)
-    return Derived.of(f"A{actual[1:]}; {audit_text}", *cited, *audit_cited)
+    return Derived.of(f"{actual}; {audit_text}", *cited, *(e.position for e in reads),
+                      *audit_cited)
+
+
+def _read_back(stored: StoredEvent) -> str:
+    read: Any = stored.event
+    held = "empty" if not read.text else plural(len(read.text), "character")
+    return f"{read.destination} {held} at #{stored.position}"
 
 
 @deriver("evidence_gap")
@@ -135,7 +153,7 @@ def evidence_gap(ctx: ReviewContext) -> Derived:
                for e in ctx.attempt_events()):
         origin = ctx.trace.origin if ctx.trace and ctx.trace.origin else "origin not recorded"
         gaps.append(f"raw capture bytes ({origin})")
-    if ctx.view.stop_position is not None:
+    if ctx.view.stop_position is not None and not receipts(ctx):
         gaps.append(f"a provider receipt for the local Stop at #{ctx.view.stop_position} "
                     "(client abort propagation unproven)")
     if ctx.view.anomalies:

@@ -5,9 +5,10 @@ profile, semantic rule, origin, tool authority and remote cancellation.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tracestore.agent.codes import AGENT_API
-from tracestore.events import CaptureStored, FrameReceived, SemanticJudged, TaskRevised
+from tracestore.events import CaptureStored, FrameReceived, SemanticJudged, StoredEvent, TaskRevised
 from tracestore.projections import reasons as R
 from tracestore.projections.profiles import PROFILES, Profile
 from tracestore.review.context import Derived, ReviewContext, deriver
@@ -284,11 +285,34 @@ def authority(ctx: ReviewContext) -> Derived | None:
                       *(e.position for e in decisions[:MAX_LISTED]))
 
 
+#: The receipt kinds that speak for the provider's side of a Stop (the templates'
+#: ``pass_evidence`` for remote cancellation).
+RECEIPT_KINDS = ("cancellation_receipt", "provider_receipt")
+
+
+def receipts(ctx: ReviewContext) -> list[StoredEvent]:
+    """The provider-side receipts attached to the attempt (``tracestore evidence``).  Told
+    apart by the type string first: reading a record without one defines no evidence model."""
+    return [e for e in ctx.attempt_events() if e.type == "evidence.attached"
+            and getattr(e.event, "kind", None) in RECEIPT_KINDS]
+
+
 @deriver("remote_cancellation")
 def remote_cancellation(ctx: ReviewContext) -> Derived | None:
-    """Always UNKNOWN for now: a local Stop is not a provider receipt.
+    """The provider-side receipts attached to the attempt, as attached: a local Stop is
+    not a receipt, so without one the field stays UNKNOWN.
 
-    The event vocabulary has no kind that proves the provider cancelled generation; until
-    one exists, no combination of events may turn this field into a value.
+    The value names each receipt (kind, file, size, sha256, its note) and cites its
+    ``evidence.attached`` event; what the receipt proves is the reviewer's to judge.
     """
-    return None
+    found = receipts(ctx)
+    if not found:
+        return None
+    items = []
+    for stored in found:
+        e: Any = stored.event
+        name = f" {e.filename}" if e.filename else ""
+        note = f": {e.note}" if e.note else ""
+        items.append(f"{e.kind}{name} ({plural(e.size, 'byte')}, sha256 {e.sha256[:16]}) "
+                     f"at #{stored.position}{note}")
+    return Derived.of(f"Receipt attached: {listed(items)}", *(e.position for e in found))

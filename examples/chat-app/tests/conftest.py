@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,12 +27,16 @@ def _free_port() -> int:
 @pytest.fixture
 def chat(tracestore_mock: Any, tracestore_recorder: Any
          ) -> Iterator[Callable[..., Running]]:
-    """``chat("stop.json")`` (or ``chat("stop.json", BuggyChatApp)``): the app running."""
+    """``chat("stop.json")`` (or ``chat("stop.json", BuggyChatApp)``): the app running; a
+    scenario is a name in ``scenarios/`` or a path, and ``options`` (``task=…``) go to the
+    app's constructor."""
     servers: list[tuple[uvicorn.Server, threading.Thread, httpx.Client]] = []
 
-    def start(scenario: str, app_class: type[ChatApp] = ChatApp) -> Running:
+    def start(scenario: str | Path, app_class: type[ChatApp] = ChatApp,
+              **options: Any) -> Running:
         mock = tracestore_mock(SCENARIOS / scenario)
-        app = app_class(tracestore_recorder, base_url=f"{mock.url}/v1", api_key="sk-test")
+        app = app_class(tracestore_recorder, base_url=f"{mock.url}/v1", api_key="sk-test",
+                        **options)
         port = _free_port()
         server = uvicorn.Server(uvicorn.Config(app.app, host="127.0.0.1", port=port,
                                                log_level="warning"))
