@@ -88,3 +88,14 @@ def test_the_how_to_test_runs_as_written(tmp_path: Path) -> None:
                           cwd=repo, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 passed" in done.stdout
+
+
+def test_the_readme_shows_the_how_to_test_and_the_mock_command() -> None:
+    import re
+
+    repo = Path(__file__).resolve().parents[1]
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    page = (repo / "docs" / "how-to" / "test-your-app.md").read_text(encoding="utf-8")
+    first = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    assert first in re.findall(r"```python\n(.*?)```", readme, re.S)  # the one that runs
+    assert "tracestore mock fixtures/mock/chat.json --listen 127.0.0.1:8788" in readme
