@@ -19,7 +19,6 @@ import os
 import subprocess
 import textwrap
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from capture_server import CaptureServer, route_for
 from clihelp import run
 from phoenixhelp import get, phoenix, phoenix_spans  # noqa: F401 - a fixture
 from test_export_live_phoenix import CAPTURE, MESSAGES, PACE, STOP_AFTER, record_turn
-from test_report_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
+from test_report_browser import ARTIFACTS, browser  # noqa: F401 - the shared fixture
 
 # full collections skip the SDKs' long-lived objects (conftest.frozen_heap)
 #: A long run (a real Phoenix): `pytest -m slow` runs it, and so does .ci/run.
@@ -36,23 +35,6 @@ pytestmark = [pytest.mark.usefixtures("frozen_heap"), pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[1]
 WIDTH, HEIGHT = 1440, 900
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[object]:
-    if not os.path.exists(CHROMIUM):
-        message = f"{CHROMIUM} is missing (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS,
-                                              timeout=60_000)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def project_id(base: str, name: str) -> str:

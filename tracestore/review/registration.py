@@ -45,18 +45,9 @@ def sign_registration(event: Any, admin_key: Any) -> Any:
 
 
 def registration_signature_ok(event: Any, public_key_pem: str) -> bool:
-    from cryptography.exceptions import InvalidSignature
+    from tracestore.review.signing import signature_ok
 
-    from tracestore.review.signing import load_key
-
-    if not event.signature:
-        return False
-    try:
-        load_key(public_key_pem.encode("ascii")).verify(
-            base64.b64decode(event.signature, validate=True), registration_message(event))
-    except (InvalidSignature, ValueError):
-        return False
-    return True
+    return signature_ok(event, public_key_pem, registration_message)
 
 
 def authorize(registry: Registry, admin_key: Any | None, *, admin: bool) -> Any | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -125,14 +125,17 @@ def sign(event: Any, key: Any) -> Any:
     return keyed.model_copy(update={"signature": signature})
 
 
-def signature_ok(event: Any, public_key_pem: str) -> bool:
+def signature_ok(event: Any, public_key_pem: str,
+                 signed: Callable[[Any], bytes] | None = None) -> bool:
+    """Whether ``event.signature`` is the key's over ``signed(event)`` (default: the review
+    message; a registration passes its own, ``registration.registration_message``)."""
     from cryptography.exceptions import InvalidSignature
 
     if not event.signature:
         return False
     try:
         load_key(public_key_pem.encode("ascii")).verify(
-            base64.b64decode(event.signature, validate=True), message(event))
+            base64.b64decode(event.signature, validate=True), (signed or message)(event))
     except (InvalidSignature, ValueError):
         return False
     return True
