@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tracestore.errors import InputError
+from tracestore.mock.frame_faults import FrameFaults, WireFrame
 
 #: The largest capture a mock plays (the same bound as ``tracestore ingest``'s input).
 MAX_CAPTURE_BYTES = 256 * 1024 * 1024
@@ -44,6 +45,26 @@ class Faults(BaseModel):
         "When the client goes away, go on producing the rest of the stream, terminal "
         "included, as a provider that never heard of the cancel does; the log records the "
         "byte at which the client left either way."))
+    error_at_frame: int | None = Field(None, ge=0, description=(
+        "Replace the capture's SSE event K (counted from 0) and every one after it with the "
+        "provider's own in-stream error: Anthropic `event: error`, Responses "
+        "`response.failed`, a Chat Completions `{\"error\": …}` chunk and `[DONE]`."))
+    ending: Literal["length", "refusal", "unknown"] | None = Field(None, description=(
+        "Substitute the stream's ending: a length limit, a refusal (Chat `content_filter`, "
+        "Responses `incomplete_details.reason` `content_filter`, Anthropic `refusal`) or a "
+        "reason no version of the API defines."))
+    unknown_event_at_frame: int | None = Field(None, ge=0, description=(
+        "Insert, before SSE event K, an event kind the API does not define."))
+    second_text_block: bool = Field(False, description=(
+        "Add a second text block before the ending (Anthropic: a text content block; "
+        "Responses: an output_text part). Chat Completions has no form for it."))
+    non_text_delta: bool = Field(False, description=(
+        "Add a tool call before the ending, streamed as the API streams one (Anthropic "
+        "input_json_delta, Responses function_call_arguments.delta, Chat tool_calls)."))
+
+    def frame_faults(self) -> FrameFaults:
+        return FrameFaults(self.error_at_frame, self.ending, self.unknown_event_at_frame,
+                           self.second_text_block, self.non_text_delta)
 
 
 class Exchange(BaseModel):
@@ -109,7 +130,7 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
             raise InputError(f"exchange {index}: cannot read capture {capture}: "
                              f"{exc.strerror}", code="file_not_found",
                              path=str(capture)) from None
-        _check_playable(index, capture, body, exchange)
+        body = _play_form(index, capture, body, exchange)
         for name in ("cut_at_byte", "stall_at_byte"):
             at = getattr(exchange.faults, name)
             if at is not None and at > len(body):
@@ -120,19 +141,42 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
     return scenario, bodies
 
 
-def _check_playable(index: int, capture: Path, body: bytes, exchange: Exchange) -> None:
-    """A capture whose API or framing cannot be told is refused with ingest's own code: an
+def _play_form(index: int, capture: Path, body: bytes, exchange: Exchange) -> bytes:
+    """The bytes to serve: the capture, with its frame faults applied.
+
+    A capture whose API or framing cannot be told is refused with ingest's own code: an
     SDK could not read it either, and a test against it would prove nothing."""
     from tracestore.errors import TracestoreError
+    from tracestore.mock import frame_faults
     from tracestore.providers.capture import read_capture
 
     if exchange.faults.status is not None:
-        return  # answered with an error body instead; the capture is never played
+        return body  # answered with an error body instead; the capture is never played
     try:
-        read_capture(body)
+        reading = read_capture(body)
     except TracestoreError as exc:
         raise InputError(f"exchange {index}: {capture} cannot be played: {exc.message}",
                          code=exc.code, exchange=index) from None
+    faults = exchange.faults.frame_faults()
+    if not faults.requested():
+        return body
+    try:
+        frames = wire_frames(body) if reading.framing == "sse" else []
+        frame_faults.check(reading.provider, reading.framing, len(frames), faults)
+        return frame_faults.rewrite(reading.provider, frames, faults)
+    except InputError as exc:
+        raise InputError(f"exchange {index}: {exc.message}", code=exc.code,
+                         exchange=index) from None
+
+
+def wire_frames(body: bytes) -> list[WireFrame]:
+    """The SSE events of ``body``, each with its captured bytes."""
+    from tracestore.wire import SSEEvent, decode_bytes
+
+    events, _ = decode_bytes(body, "sse")
+    return [WireFrame(e.event if e.event_field_present else None, e.data,
+                      body[e.offset:e.offset + e.length])
+            for e in events if isinstance(e, SSEEvent)]
 
 
 def content_type(exchange: Exchange) -> str:
