@@ -25,6 +25,8 @@ REPLAY_EXHAUSTED: Final = _code("replay_exhausted", None, "Mock, HTTP 409: every
     "exchange for the path has been played.")
 REPLAY_NO_EXCHANGE: Final = _code("replay_no_exchange", None, "Mock, HTTP 404: no recorded "
     "exchange answers the request path.")
+CONFORMANCE_PACK_MISSING: Final = _code("conformance_pack_missing", 4, "The conformance pack "
+    "(fixtures/conformance/ in a checkout, shipped in the package) is not found.")
 MOCK_FAULT: Final = _code("mock_fault", None, "Mock: a scripted HTTP error status (the "
     "scenario's faults.status).")
 
