@@ -11,8 +11,9 @@ from typing import Any
 
 import httpx
 import pytest
-from clihelp import run
+from clihelp import run, runner
 
+from tracestore.cli import app
 from tracestore.errors import InputError
 from tracestore.mock import RunningMock, mock_app
 from tracestore.mock.frame_faults import FrameFaults, rewrite
@@ -193,3 +194,84 @@ def test_a_fault_the_capture_has_no_form_for_is_refused_before_serving(
     with pytest.raises(InputError) as refused:
         mock_app(path)
     assert refused.value.code == code
+
+
+# -- exchanges from a store --------------------------------------------------------------
+
+def _record(db: Path) -> None:
+    """Two live turns through the official SDKs and the recording transport, prompts kept:
+    trace ``chat`` (Chat Completions) and trace ``claude`` (Anthropic Messages)."""
+    import anthropic
+    import httpx2
+    import openai
+
+    from capture_server import CaptureServer
+    from capture_server import route_for as capture_route
+    from tracestore import Recorder
+    from tracestore.recording.httpx_capture import RecordingTransport
+
+    with CaptureServer() as server:
+        server.routes["/v1/chat/completions"] = capture_route(CHAT)
+        server.routes["/v1/messages"] = capture_route(MESSAGES)
+        rec = Recorder(f"sqlite:///{db}", record_prompts=True)
+        transport = RecordingTransport()
+        http = httpx2.Client(transport=transport)
+        try:
+            with rec.turn("chat"):
+                _chat_text(openai.OpenAI(base_url=f"{server.url}/v1", api_key="sk-test",
+                                         max_retries=0, http_client=http))
+            with rec.turn("claude"):
+                _claude_text(anthropic.Anthropic(base_url=server.url, api_key="sk-ant-test",
+                                                 max_retries=0, http_client=http))
+            transport.flush()
+            assert transport.failures == []
+        finally:
+            http.close()
+            rec.close()
+
+
+def _chat_text(client: Any, question: list[dict[str, str]] = QUESTION) -> str:
+    stream = client.chat.completions.create(model="gpt-5", stream=True, messages=question)
+    return "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+
+
+def _claude_text(client: Any) -> str:
+    with client.messages.stream(model="claude-haiku-4-5", max_tokens=64,
+                                messages=QUESTION) as stream:
+        return "".join(stream.text_stream)
+
+
+def test_recorded_attempts_play_back_through_the_sdks_with_exact_matching(
+        tmp_path: Path) -> None:
+    import anthropic
+    import openai
+
+    db = tmp_path / "recorded.db"
+    _record(db)
+    with RunningMock(from_store=str(db)) as mock:
+        exchanges = mock.app.scenario.exchanges
+        assert [e.path for e in exchanges] == ["/v1/chat/completions", "/v1/messages"]
+        assert exchanges[0].request == {"model": "gpt-5", "stream": True,
+                                        "messages": QUESTION}
+        chat = openai.OpenAI(base_url=f"{mock.url}/v1", api_key="sk-test", max_retries=0)
+        with pytest.raises(openai.BadRequestError) as changed:
+            _chat_text(chat, [{"role": "user", "content": "Capital of Spain?"}])
+        assert changed.value.code == "replay_request_mismatch"
+        assert _chat_text(chat) == "Paris."
+        claude = anthropic.Anthropic(base_url=mock.url, api_key="sk-ant-test", max_retries=0)
+        assert _claude_text(claude) == "Hello"
+    assert [e["status"] for e in mock.log] == [400, 200, 200]
+    assert mock.app.bodies == [CHAT.read_bytes(), MESSAGES.read_bytes()]
+
+
+def test_a_trace_and_a_scenario_field_choose_the_store_s_attempts(tmp_path: Path) -> None:
+    db = tmp_path / "recorded.db"
+    _record(db)
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps({"from_store": {"db": db.name, "trace": "claude"}}))
+    [only] = mock_app(path).scenario.exchanges
+    assert only.path == "/v1/messages" and only.request is not None
+    assert only.request["messages"] == QUESTION
+    refused = runner.invoke(app, ["mock", "--from-store", str(db), "--trace", "nowhere"])
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("error[mock_store_no_exchanges]:")

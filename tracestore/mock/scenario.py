@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracestore.errors import InputError
 from tracestore.mock.frame_faults import FrameFaults, WireFrame
@@ -87,13 +87,32 @@ class Exchange(BaseModel):
     faults: Faults = Field(default_factory=lambda: Faults.model_validate({}))
 
 
+class FromStore(BaseModel):
+    """Recorded live attempts to play (``tracestore.mock.from_store``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    db: str = Field(..., min_length=1, description=(
+        "The store: a database URL, or a SQLite file path relative to the scenario file."))
+    trace: str | None = Field(None, description="Only this trace's attempts.")
+
+
 class MockScenario(BaseModel):
     """Exchanges in the order they are answered: each is used once; a request on a path
     whose exchanges are all used gets `replay_exhausted`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    exchanges: list[Exchange] = Field(..., min_length=1)
+    exchanges: list[Exchange] = Field(default_factory=list)
+    from_store: FromStore | None = Field(None, description=(
+        "Also play every attempt recorded in this store with a request endpoint and raw "
+        "bytes, after `exchanges`, in the order the attempts started."))
+
+    @model_validator(mode="after")
+    def _something_to_play(self) -> MockScenario:
+        if not self.exchanges and self.from_store is None:
+            raise ValueError("a scenario needs exchanges or from_store")
+        return self
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson",
@@ -138,7 +157,27 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
                                  f"capture ({len(body)} bytes)", code="mock_fault_out_of_range",
                                  exchange=index)
         bodies.append(body)
+    if scenario.from_store is not None:
+        db = scenario.from_store.db
+        if "://" not in db:
+            db = str(path.parent / db)
+        scenario, bodies = with_store(scenario, bodies, db, scenario.from_store.trace)
     return scenario, bodies
+
+
+def with_store(scenario: MockScenario | None, bodies: list[bytes], db: str,
+               trace: str | None) -> tuple[MockScenario, list[bytes]]:
+    """``scenario`` (or nothing) followed by the exchanges recorded in the store ``db``."""
+    from tracestore.mock.from_store import exchanges_from_store
+    from tracestore.store.log import EventStore
+
+    with EventStore(db, create=False, read_only=True) as store:
+        recorded, played = exchanges_from_store(store, trace)
+    before = scenario.exchanges if scenario is not None else []
+    combined = MockScenario.model_validate({
+        "exchanges": [e.model_dump() for e in [*before, *recorded]],
+        "from_store": scenario.from_store if scenario is not None else None})
+    return combined, [*bodies, *played]
 
 
 def _play_form(index: int, capture: Path, body: bytes, exchange: Exchange) -> bytes:
@@ -185,4 +224,5 @@ def content_type(exchange: Exchange) -> str:
     return CONTENT_TYPES.get(Path(exchange.capture).suffix, "application/octet-stream")
 
 
-__all__ = ["Exchange", "Faults", "MockScenario", "content_type", "load", "schema"]
+__all__ = ["Exchange", "Faults", "FromStore", "MockScenario", "content_type", "load", "schema",
+           "with_store"]
