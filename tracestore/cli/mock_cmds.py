@@ -22,6 +22,11 @@ def mock(
         "--listen", metavar="HOST:PORT", help="Address to serve on.")] = "127.0.0.1:8788",
     schema: Annotated[bool, typer.Option(
         "--schema", help="Print the scenario file's JSON Schema and exit.")] = False,
+    from_store: Annotated[Optional[str], typer.Option(
+        "--from-store", metavar="DB", help="Also play the live attempts recorded in this "
+        "store (database URL or SQLite file) that have a request and raw bytes.")] = None,
+    trace: Annotated[Optional[str], typer.Option(
+        "--trace", help="With --from-store: only this trace's attempts.")] = None,
 ) -> None:
     """Serve a local provider that plays captured streams with scripted faults.
 
@@ -34,13 +39,15 @@ def mock(
 
         sys.stdout.write(json.dumps(scenario_schema(), indent=2) + "\n")
         return
-    if scenario is None:
-        raise InputError("tracestore mock needs a scenario file (or --schema)",
+    if scenario is None and from_store is None:
+        raise InputError("tracestore mock needs a scenario file or --from-store (or --schema)",
                          code="missing_option")
+    if trace is not None and from_store is None:
+        raise InputError("--trace needs --from-store", code="missing_option")
     from tracestore.mock import mock_app
     from tracestore.proxy.server import parse_listen, serve
 
-    application = mock_app(scenario)
+    application = mock_app(scenario, from_store=from_store, trace=trace)
     host, port = parse_listen(listen)
 
     def listening() -> None:

@@ -16,6 +16,14 @@ INVALID_MOCK_SCENARIO: Final = _code("invalid_mock_scenario", 2, "The mock's sce
     "not JSON or does not follow its schema (tracestore mock --schema).")
 MOCK_FAULT_OUT_OF_RANGE: Final = _code("mock_fault_out_of_range", 2, "A scripted fault is aimed "
     "past the end of its exchange's capture.")
+MOCK_FAULT_NOT_SUPPORTED: Final = _code("mock_fault_not_supported", 2, "A scripted frame "
+    "fault has no native form in its exchange's capture (not an SSE stream of Chat "
+    "Completions, Responses or Anthropic Messages, or an API without that form).")
+MOCK_STORE_NO_EXCHANGES: Final = _code("mock_store_no_exchanges", 2, "Mock "
+    "--from-store: the store (or --trace) holds no recorded attempt with a request endpoint "
+    "and stored bytes.")
+MOCK_STORE_SEGMENT_GAP: Final = _code("mock_store_segment_gap", 2, "Mock "
+    "--from-store: a recorded attempt's capture segments do not join into one stream.")
 REPLAY_REQUEST_MISMATCH: Final = _code("replay_request_mismatch", None, "Mock, HTTP 400: the "
     "request body differs from the recorded one (the message names the first field).")
 REPLAY_EXHAUSTED: Final = _code("replay_exhausted", None, "Mock, HTTP 409: every recorded "

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tracestore.errors import InputError
+from tracestore.mock.frame_faults import FrameFaults, WireFrame
 
 #: The largest capture a mock plays (the same bound as ``tracestore ingest``'s input).
 MAX_CAPTURE_BYTES = 256 * 1024 * 1024
@@ -44,6 +45,26 @@ class Faults(BaseModel):
         "When the client goes away, go on producing the rest of the stream, terminal "
         "included, as a provider that never heard of the cancel does; the log records the "
         "byte at which the client left either way."))
+    error_at_frame: int | None = Field(None, ge=0, description=(
+        "Replace the capture's SSE event K (counted from 0) and every one after it with the "
+        "provider's own in-stream error: Anthropic `event: error`, Responses "
+        "`response.failed`, a Chat Completions `{\"error\": …}` chunk and `[DONE]`."))
+    ending: Literal["length", "refusal", "unknown"] | None = Field(None, description=(
+        "Substitute the stream's ending: a length limit, a refusal (Chat `content_filter`, "
+        "Responses `incomplete_details.reason` `content_filter`, Anthropic `refusal`) or a "
+        "reason no version of the API defines."))
+    unknown_event_at_frame: int | None = Field(None, ge=0, description=(
+        "Insert, before SSE event K, an event kind the API does not define."))
+    second_text_block: bool = Field(False, description=(
+        "Add a second text block before the ending (Anthropic: a text content block; "
+        "Responses: an output_text part). Chat Completions has no form for it."))
+    non_text_delta: bool = Field(False, description=(
+        "Add a tool call before the ending, streamed as the API streams one (Anthropic "
+        "input_json_delta, Responses function_call_arguments.delta, Chat tool_calls)."))
+
+    def frame_faults(self) -> FrameFaults:
+        return FrameFaults(self.error_at_frame, self.ending, self.unknown_event_at_frame,
+                           self.second_text_block, self.non_text_delta)
 
 
 class Exchange(BaseModel):
@@ -66,13 +87,32 @@ class Exchange(BaseModel):
     faults: Faults = Field(default_factory=lambda: Faults.model_validate({}))
 
 
+class FromStore(BaseModel):
+    """Recorded live attempts to play (``tracestore.mock.from_store``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    db: str = Field(..., min_length=1, description=(
+        "The store: a database URL, or a SQLite file path relative to the scenario file."))
+    trace: str | None = Field(None, description="Only this trace's attempts.")
+
+
 class MockScenario(BaseModel):
     """Exchanges in the order they are answered: each is used once; a request on a path
     whose exchanges are all used gets `replay_exhausted`."""
 
     model_config = ConfigDict(extra="forbid")
 
-    exchanges: list[Exchange] = Field(..., min_length=1)
+    exchanges: list[Exchange] = Field(default_factory=list)
+    from_store: FromStore | None = Field(None, description=(
+        "Also play every attempt recorded in this store with a request endpoint and raw "
+        "bytes, after `exchanges`, in the order the attempts started."))
+
+    @model_validator(mode="after")
+    def _something_to_play(self) -> MockScenario:
+        if not self.exchanges and self.from_store is None:
+            raise ValueError("a scenario needs exchanges or from_store")
+        return self
 
 
 CONTENT_TYPES = {".sse": "text/event-stream", ".ndjson": "application/x-ndjson",
@@ -109,7 +149,7 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
             raise InputError(f"exchange {index}: cannot read capture {capture}: "
                              f"{exc.strerror}", code="file_not_found",
                              path=str(capture)) from None
-        _check_playable(index, capture, body, exchange)
+        body = _play_form(index, capture, body, exchange)
         for name in ("cut_at_byte", "stall_at_byte"):
             at = getattr(exchange.faults, name)
             if at is not None and at > len(body):
@@ -117,22 +157,65 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
                                  f"capture ({len(body)} bytes)", code="mock_fault_out_of_range",
                                  exchange=index)
         bodies.append(body)
+    if scenario.from_store is not None:
+        db = scenario.from_store.db
+        if "://" not in db:
+            db = str(path.parent / db)
+        scenario, bodies = with_store(scenario, bodies, db, scenario.from_store.trace)
     return scenario, bodies
 
 
-def _check_playable(index: int, capture: Path, body: bytes, exchange: Exchange) -> None:
-    """A capture whose API or framing cannot be told is refused with ingest's own code: an
+def with_store(scenario: MockScenario | None, bodies: list[bytes], db: str,
+               trace: str | None) -> tuple[MockScenario, list[bytes]]:
+    """``scenario`` (or nothing) followed by the exchanges recorded in the store ``db``."""
+    from tracestore.mock.from_store import exchanges_from_store
+    from tracestore.store.log import EventStore
+
+    with EventStore(db, create=False, read_only=True) as store:
+        recorded, played = exchanges_from_store(store, trace)
+    before = scenario.exchanges if scenario is not None else []
+    combined = MockScenario.model_validate({
+        "exchanges": [e.model_dump() for e in [*before, *recorded]],
+        "from_store": scenario.from_store if scenario is not None else None})
+    return combined, [*bodies, *played]
+
+
+def _play_form(index: int, capture: Path, body: bytes, exchange: Exchange) -> bytes:
+    """The bytes to serve: the capture, with its frame faults applied.
+
+    A capture whose API or framing cannot be told is refused with ingest's own code: an
     SDK could not read it either, and a test against it would prove nothing."""
     from tracestore.errors import TracestoreError
+    from tracestore.mock import frame_faults
     from tracestore.providers.capture import read_capture
 
     if exchange.faults.status is not None:
-        return  # answered with an error body instead; the capture is never played
+        return body  # answered with an error body instead; the capture is never played
     try:
-        read_capture(body)
+        reading = read_capture(body)
     except TracestoreError as exc:
         raise InputError(f"exchange {index}: {capture} cannot be played: {exc.message}",
                          code=exc.code, exchange=index) from None
+    faults = exchange.faults.frame_faults()
+    if not faults.requested():
+        return body
+    try:
+        frames = wire_frames(body) if reading.framing == "sse" else []
+        frame_faults.check(reading.provider, reading.framing, len(frames), faults)
+        return frame_faults.rewrite(reading.provider, frames, faults)
+    except InputError as exc:
+        raise InputError(f"exchange {index}: {exc.message}", code=exc.code,
+                         exchange=index) from None
+
+
+def wire_frames(body: bytes) -> list[WireFrame]:
+    """The SSE events of ``body``, each with its captured bytes."""
+    from tracestore.wire import SSEEvent, decode_bytes
+
+    events, _ = decode_bytes(body, "sse")
+    return [WireFrame(e.event if e.event_field_present else None, e.data,
+                      body[e.offset:e.offset + e.length])
+            for e in events if isinstance(e, SSEEvent)]
 
 
 def content_type(exchange: Exchange) -> str:
@@ -141,4 +224,5 @@ def content_type(exchange: Exchange) -> str:
     return CONTENT_TYPES.get(Path(exchange.capture).suffix, "application/octet-stream")
 
 
-__all__ = ["Exchange", "Faults", "MockScenario", "content_type", "load", "schema"]
+__all__ = ["Exchange", "Faults", "FromStore", "MockScenario", "content_type", "load", "schema",
+           "with_store"]
