@@ -37,6 +37,13 @@ DEFAULT_URL = "sqlite:///tracestore.db"
 # How long a writer waits for another writer's lock before "database is locked" (ms).
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
+# A pooled PostgreSQL connection idle longer than this is pinged before it is used again
+# (a server restart or an idle timeout ends connections that sit in the pool).  A pre-ping
+# on every checkout cost one round trip per append and per read; a connection handed back
+# moments ago is alive, and one that died mid-burst fails its statement, which invalidates
+# the pool and is retried by an append that outlasts outages (``store.outage``).
+POOL_PING_IDLE_S = 5.0
+
 # FULL: each committed ingest survives power loss.  An ingest is one transaction, so the
 # sync is paid once per capture or scenario, not per event; NORMAL would save little and
 # could silently lose the last ingests, which an evidence store must not do.
@@ -203,7 +210,7 @@ def make_engines(url: str, *, read_only: bool = False) -> tuple[Engine, Engine]:
 
     if not is_sqlite(url):
         try:
-            engine = create_engine(url, pool_pre_ping=True)
+            engine = create_engine(url)
         except NoSuchModuleError as exc:
             raise InputError(f"{make_url(url).drivername!r} is not a database this tracestore "
                              "can use (sqlite:///file.db or postgresql+psycopg://…)",
@@ -213,6 +220,7 @@ def make_engines(url: str, *, read_only: bool = False) -> tuple[Engine, Engine]:
                 f"the database driver for {make_url(url).drivername} is not installed "
                 f"({exc.name}); for PostgreSQL: pip install 'tracestore[postgres]'",
                 code="driver_missing") from exc
+        _install_idle_ping(engine)
         return engine, engine
     if read_only and not is_memory_sqlite(url):
         engine = _read_only_engine(url)
@@ -229,6 +237,29 @@ def make_engines(url: str, *, read_only: bool = False) -> tuple[Engine, Engine]:
     _install_sqlite_hooks(writer, immediate=True, wal=True)
     _install_sqlite_hooks(reader, immediate=False, wal=True)
     return writer, reader
+
+
+def _install_idle_ping(engine: Engine) -> None:
+    """Ping a pooled connection on checkout only when it sat idle longer than
+    ``POOL_PING_IDLE_S``; a dead one invalidates the pool and the checkout connects anew."""
+    import time
+
+    from sqlalchemy import event, exc
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("idle_since", None)
+        if since is None or time.monotonic() - since <= POOL_PING_IDLE_S:
+            return
+        try:
+            engine.dialect.do_ping(dbapi_conn)
+        except Exception as error:  # noqa: BLE001 - any failure means: connect anew
+            raise exc.InvalidatePoolError(f"idle connection failed its ping: {error}") \
+                from error
 
 
 def _install_sqlite_hooks(engine: Engine, *, immediate: bool, wal: bool) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
-    COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise,
+    COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise, pg_last_row,
 )
 from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
@@ -40,7 +40,7 @@ from tracestore.store.connections import StoreConnections
 from tracestore.store.dberrors import driver_errors, driver_message, integrity_errors
 from tracestore.store.outage import outlasting
 from tracestore.store.rows_io import RowsIO
-from tracestore.store.reads import ID_QUERY_CHUNK, LogReads, database_error
+from tracestore.store.reads import _HEAD_SQL, ID_QUERY_CHUNK, LogReads, database_error
 
 if TYPE_CHECKING:  # a SQLite file's appends run on a plain sqlite3 connection (store.driver)
     from sqlalchemy import Connection
@@ -49,6 +49,9 @@ __all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions"
            "VerifyResult", "WriteView", "canonical_payload", "chain_hash", "database_error"]
 
 _PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
+# The lock and the head read in ONE round trip (``pg_last_row``): the head statement takes
+# its snapshot after the lock is granted, so it sees the previous holder's rows.
+_PG_LOCKED_HEAD_SQL = f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK}); {_HEAD_SQL}"
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
 _COPY_EVENTS_SQL = ("COPY ts_events (position, id, stream, version, type, schema_version, "
                     "recorded_at, trace_id, payload, hash) FROM STDIN")
@@ -169,8 +172,8 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         """
         try:
             with paused_gc(), self._write_transaction() as conn:
-                self._lock(conn)
-                return self._append_in(conn, build, expected_versions or {}, tap)
+                head = self._locked_head(conn)
+                return self._append_in(conn, build, expected_versions or {}, tap, head)
         except integrity_errors() as exc:
             raise _refused(exc) from exc
         except driver_errors() as exc:
@@ -265,9 +268,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         for attempt in (0, 1):
             try:
                 with paused_gc(), self._write_transaction() as conn:
-                    self._lock(conn)
+                    head = self._locked_head(conn)
                     outcome = self._append_fresh_in(conn, groups, known if attempt == 0
-                                                    else {})
+                                                    else {}, head)
             except integrity_errors():
                 continue  # a version moved on behind the caller's memory: read them all
             except _Unexpected:
@@ -292,7 +295,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
                                                        Mapping[str, int] | None,
                                                        Sequence[bytes]]],
-        known: Mapping[str, int],
+        known: Mapping[str, int], head: tuple[int, str],
     ) -> tuple[list[AppendResult], dict[str, int]]:
         """The single insert of ``append_fresh_groups`` (``_Unexpected`` when an expected
         version does not hold: nothing is written)."""
@@ -306,9 +309,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             versions.update(conn.exec_driver_sql(
                 f"SELECT stream, MAX(version) FROM ts_events WHERE stream IN "
                 f"({', '.join([mark] * len(chunk))}) GROUP BY stream", tuple(chunk)).all())
-        row = conn.exec_driver_sql(
-            "SELECT position, hash FROM ts_events ORDER BY position DESC LIMIT 1").first()
-        position, prev_hash = (0, GENESIS_HASH) if row is None else (row[0], row[1])
+        position, prev_hash = head
         recorded_at = utc_now()
         stored_blobs = iter(self._put_fresh_blobs(conn, [b for *_, blob_data in groups
                                                          for b in blob_data]))
@@ -343,7 +344,10 @@ class EventStore(StoreConnections, LogReads, RowsIO):
 
     def _put_fresh_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
         """``_put_blobs`` of many blobs: one look-up of which are stored, one insert of
-        the rest (a blob SQLite streams piece by piece goes alone, as there)."""
+        the rest (a blob SQLite streams piece by piece goes alone, as there); on
+        PostgreSQL one insert that skips the stored ones (``ON CONFLICT DO NOTHING``)."""
+        if self._dialect == "postgresql":
+            return self._put_blobs(conn, blob_data)
         shas = [sha256(data).hexdigest() for data in blob_data]
         mark, present = self._mark, set[str]()
         distinct = sorted(set(shas))
@@ -368,10 +372,20 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
 
+    def _locked_head(self, conn: Connection) -> tuple[int, str]:
+        """Take the write lock and read the head: ``(position, hash)``."""
+        if self._dialect != "postgresql":  # BEGIN IMMEDIATE took SQLite's write lock
+            return self._head(conn)
+        row = pg_last_row(conn, _PG_LOCKED_HEAD_SQL)
+        return (0, GENESIS_HASH) if row is None else (row[0], row[1])
+
     def _append_in(self, conn: Connection,
                    build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
-                   expected: Mapping[str, int], tap: Tap | None = None) -> AppendResult:
-        head_position, head_hash = self._head(conn)
+                   expected: Mapping[str, int], tap: Tap | None = None,
+                   head: tuple[int, str] | None = None) -> AppendResult:
+        """One append in the caller's locked transaction; ``head`` when it was read under
+        the lock just now (else it is read here)."""
+        head_position, head_hash = head if head is not None else self._head(conn)
         view = WriteView(conn, head_position, utc_now(), self)
         batch, blob_data = build(view)
         stored_blobs = self._put_blobs(conn, blob_data)

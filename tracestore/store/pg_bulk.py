@@ -49,6 +49,33 @@ def pg_copying(conn: Connection, sql: str) -> Iterator[Callable[[tuple[Any, ...]
                                   dialect=conn.dialect) from exc
 
 
+def pg_last_row(conn: Connection, sql: str) -> tuple[Any, ...] | None:
+    """The first row of the LAST statement of ``sql`` (several statements, no parameters),
+    sent as ONE simple-query message on ``conn``'s psycopg connection, in its transaction:
+    one round trip for all of them.  Each statement still takes its own snapshot (at READ
+    COMMITTED), so a statement after a lock sees what the lock's previous holder
+    committed.  A driver error is raised as SQLAlchemy's (a lost connection invalidates
+    ``conn``, as an ``execute`` would)."""
+    import psycopg
+
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    try:
+        with driver.cursor() as cursor:
+            cursor.execute(sql)
+            while cursor.nextset():
+                pass
+            return cursor.fetchone()
+    except psycopg.Error as exc:
+        from sqlalchemy.exc import DBAPIError
+
+        lost = conn.dialect.is_disconnect(exc, driver, None)  # type: ignore[arg-type]
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(sql, None, exc, psycopg.Error, dialect=conn.dialect,
+                                  connection_invalidated=lost) from exc
+
+
 #: libc collations that order text by its bytes (so ASCII as Python orders it).
 _BYTEWISE = {"c", "posix", "c.utf-8", "c.utf8"}
 #: The effective collation of ``ts_events.id``: its own, or the database's default

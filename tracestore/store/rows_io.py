@@ -34,6 +34,14 @@ class RowsIO:
                          during: str) -> list[Any]: ...
 
     def _put_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
+        if self._dialect == "postgresql":  # one insert that skips stored ones, no look-up
+            shas = [hashlib.sha256(data).hexdigest() for data in blob_data]
+            rows = list({sha: (sha, len(data), data)
+                         for sha, data in zip(shas, blob_data)}.values())
+            if rows:
+                conn.exec_driver_sql("INSERT INTO ts_blobs (sha256, size, data) VALUES "
+                                     "(%s, %s, %s) ON CONFLICT (sha256) DO NOTHING", rows)
+            return shas
         stored: list[str] = []
         for data in blob_data:
             sha = hashlib.sha256(data).hexdigest()

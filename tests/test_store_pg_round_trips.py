@@ -1,0 +1,110 @@
+"""Round trips of one recorder append on PostgreSQL, counted at the wire (no timing).
+
+libpq's trace of the pooled psycopg connections names every message the client sends: a
+round trip is one simple ``Query`` or one extended-protocol ``Sync``.  A recorder's feed
+is BEGIN, the lock with the head read (one message), one insert per table (multi-row;
+a stored blob skipped by ``ON CONFLICT``), COMMIT: no pool ping, no blob look-up.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import FIXTURES, PG_URL, _fresh_pg_url
+
+pytestmark = pytest.mark.skipif(not PG_URL, reason="no PostgreSQL server "
+                                "(set TRACESTORE_TEST_PG_URL)")
+
+CAPTURE = FIXTURES / "real" / "anthropic" / "text-basic.sse"
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[Any, list[Any]]]:
+    from sqlalchemy import event
+
+    from tracestore import Recorder
+
+    rec = Recorder(_fresh_pg_url())
+    engine = rec.store._writer
+    connections: list[Any] = []
+    event.listen(engine, "connect", lambda dbapi, _record: connections.append(dbapi))
+    engine.pool.dispose()  # every connection from now on is one the test can trace
+    yield rec, connections
+    rec.close()
+
+
+def messages(connections: list[Any], call: Callable[[], object]) -> list[str]:
+    """What the client sent while ``call()`` ran: ``Query <sql>`` and ``Sync`` lines."""
+    from psycopg import pq
+
+    traces = []
+    for conn in list(connections):
+        out = tempfile.TemporaryFile()  # noqa: SIM115 - closed after untrace, below
+        conn.pgconn.trace(out.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        traces.append((conn, out))
+    call()
+    sent: list[str] = []
+    for conn, out in traces:
+        conn.pgconn.untrace()
+        out.seek(0)
+        for line in out.read().decode().splitlines():
+            fields = line.split("\t")
+            if fields[0] == "F" and fields[2] in ("Query", "Parse", "Sync"):
+                sent.append(" ".join(f.strip() for f in fields[2:]).strip())
+        out.close()
+    return sent
+
+
+def round_trips(sent: list[str]) -> int:
+    return sum(1 for m in sent if m.startswith(("Query", "Sync")))
+
+
+def test_a_recorder_feed_is_begin_lock_and_head_one_insert_per_table_commit(
+        recorder: tuple[Any, list[Any]]) -> None:
+    rec, connections = recorder
+    data = CAPTURE.read_bytes()
+    half = len(data) // 2
+    warm = rec.trace("t0").attempt("a0", api="anthropic-messages")
+    warm.feed(data[:half])  # the pool holds a used connection, as in a long-lived service
+    attempt = rec.trace("t1").attempt("a1", api="anthropic-messages")
+    for piece in (data[:half], data[half:]):  # a blob a0 stored already, then a new one
+        sent = messages(connections, lambda piece=piece: attempt.feed(piece))
+        # the append's transaction (a feed that completes the stream then reads back what
+        # the recorder decides from, in a read of its own)
+        sent = sent[:sent.index('Query "COMMIT"') + 1]
+        assert round_trips(sent) == 5, sent
+        assert sent[0] == 'Query "BEGIN"' and sent[-1] == 'Query "COMMIT"', sent
+        assert "pg_advisory_xact_lock" in sent[1] and "ORDER BY position DESC" in sent[1]
+        text = " ".join(sent)
+        assert text.count("INSERT INTO ts_blobs") <= 1 and "ON CONFLICT" in text
+        assert 'Query ";"' not in sent  # no pool pre-ping
+        assert "SELECT sha256 FROM ts_blobs" not in text  # no blob look-up
+    before = rec.store.head_position()
+    attempt.drain()
+    assert rec.store.head_position() > before
+    assert rec.store.verify().ok
+
+
+def test_a_pooled_connection_the_server_ended_while_idle_is_replaced(
+        recorder: tuple[Any, list[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    import psycopg
+
+    from tracestore.store import engine as engines
+
+    rec, connections = recorder
+    rec.store.outage_s = 0.0  # no retry: the checkout itself must notice
+    rec.trace("t0").attempt("a0", api="anthropic-messages")
+    pids = [conn.info.backend_pid for conn in connections if not conn.closed]
+    assert pids
+    libpq = rec.store.url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(libpq, autocommit=True) as admin:
+        for pid in pids:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    monkeypatch.setattr(engines, "POOL_PING_IDLE_S", 0.0)
+    rec.trace("t1").attempt("a1", api="anthropic-messages")  # no error: connected anew
+    assert rec.store.verify().ok
