@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from chat_harness import ANSWER, Running
+from test_review_evidence import receipt_fills_the_record
 
 from tracestore.mock.pytest_plugin import assert_clean
 
@@ -35,7 +36,8 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
-def test_ask_then_stop_in_the_page(browser: Any, chat: Any, tracestore_recorder: Any) -> None:
+def test_ask_then_stop_in_the_page(browser: Any, chat: Any, tracestore_recorder: Any,
+                                   tmp_path: Any) -> None:
     app: Running = chat("stop.json")
     page = browser.new_page()
     try:
@@ -54,3 +56,5 @@ def test_ask_then_stop_in_the_page(browser: Any, chat: Any, tracestore_recorder:
     assert app.state(turn)["history"] == []
     assert_clean(tracestore_recorder, turn)
     app.wait(lambda: app.mock.log[0]["client_left_at"] is not None)
+    # The Stop pressed in the page reached the provider: its receipt fills the record.
+    receipt_fills_the_record(app, turn, tracestore_recorder, tmp_path)

@@ -38,6 +38,14 @@ def test_the_mock_log_is_the_receipt_of_a_stop(chat: Any, tracestore_recorder: A
         assert kind == "delta"
         break
     assert app.post(f"/stop/{turn}")["state"] == "stopped"
+    receipt_fills_the_record(app, turn, tracestore_recorder, tmp_path)
+
+
+def receipt_fills_the_record(app: Running, turn: str, tracestore_recorder: Any,
+                             tmp_path: Path) -> None:
+    """After a Stop of ``turn``: attach the mock's log entry as the cancellation receipt,
+    read the app's history back, and check the review record fills Remote cancellation and
+    Actual destination readback from them (the browser test calls this too)."""
     assert_clean(tracestore_recorder, turn)
     db = str(tracestore_recorder.store.url)
     attempt = app.app.turns[turn].attempts[0]
