@@ -247,3 +247,19 @@ def test_a_capture_whose_api_cannot_be_told_is_refused(tmp_path: Path) -> None:
                                      "capture": str(unknown)}))
     assert refused.value.code == "unknown_provider"
     assert refused.value.message.startswith(f"exchange 0: {unknown} cannot be played: ")
+
+
+@pytest.mark.parametrize(("path", "capture", "content_type"), [
+    # ollama/generate-granite-text.ndjson: see fixtures/real/PROVENANCE.md
+    ("/api/generate", REAL / "ollama" / "generate-granite-text.ndjson", "application/x-ndjson"),
+    # seed 000's application frames (fixtures/seed000/README.md)
+    ("/answer", REAL.parent / "seed000" / "replace-file.ndjson", "application/x-ndjson"),
+])
+def test_ndjson_apis_are_served_byte_for_byte(tmp_path: Path, path: str, capture: Path,
+                                             content_type: str) -> None:
+    with RunningMock(scenario(tmp_path, {"path": path, "capture": str(capture)})) as mock:
+        with httpx.stream("POST", f"{mock.url}{path}", json={"stream": True},
+                          timeout=30) as response:
+            body = b"".join(response.iter_raw())
+            assert response.headers["content-type"] == content_type
+    assert body == capture.read_bytes()
