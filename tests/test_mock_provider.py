@@ -263,3 +263,26 @@ def test_ndjson_apis_are_served_byte_for_byte(tmp_path: Path, path: str, capture
             body = b"".join(response.iter_raw())
             assert response.headers["content-type"] == content_type
     assert body == capture.read_bytes()
+
+
+def test_a_folder_of_captures_is_a_scenario(tmp_path: Path) -> None:
+    import shutil
+
+    import anthropic
+
+    folder = tmp_path / "captures"
+    folder.mkdir()
+    shutil.copy(CHAT, folder / "a-chat.sse")
+    shutil.copy(ANTHROPIC, folder / "b-anthropic.sse")
+    (folder / "README.md").write_text("not a capture: left alone")
+    with RunningMock(folder) as mock:
+        assert _chat_text(mock.url) == _capture_text(CHAT)
+        client = anthropic.Anthropic(base_url=mock.url, api_key="sk-ant-test", max_retries=0)
+        with client.messages.stream(model="claude-3-5-haiku-latest", max_tokens=64,
+                                    messages=QUESTION) as stream:
+            assert "".join(stream.text_stream) == _capture_text(ANTHROPIC)
+    assert [e["path"] for e in mock.log] == ["/v1/chat/completions", "/v1/messages"]
+    (folder / "c-noise.sse").write_bytes(b'data: {"hello": "world"}\n\n')
+    with pytest.raises(InputError) as refused:
+        mock_app(folder)
+    assert refused.value.code == "unknown_provider"

@@ -17,7 +17,7 @@ from tracestore.errors import InputError
 @handles_errors
 def mock(
     scenario: Annotated[Optional[Path], typer.Argument(
-        help="Scenario file: the exchanges to play (see --schema).")] = None,
+        help="Scenario file: the exchanges to play (see --schema); or a folder of captures, each played once on its API's path.")] = None,
     listen: Annotated[str, typer.Option(
         "--listen", metavar="HOST:PORT", help="Address to serve on.")] = "127.0.0.1:8788",
     schema: Annotated[bool, typer.Option(

@@ -125,21 +125,15 @@ def schema() -> dict[str, Any]:
 
 
 def load(path: Path) -> tuple[MockScenario, list[bytes]]:
-    """The scenario and each exchange's capture bytes, or a typed error (nothing served)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read the mock scenario {path}: {exc.strerror}",
-                         code="file_not_found", path=str(path)) from None
-    try:
-        scenario = MockScenario.model_validate(json.loads(raw))
-    except (ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()
-        raise InputError(f"{path} is not a mock scenario: {' '.join(first[:3])}",
-                         code="invalid_mock_scenario", path=str(path)) from None
+    """The scenario and each exchange's capture bytes, or a typed error (nothing served).
+    A folder is a scenario of its own: every capture in it, once each (``folder_scenario``)."""
+    if path.is_dir():
+        scenario, base = folder_scenario(path), path
+    else:
+        scenario, base = _read_scenario(path), path.parent
     bodies = []
     for index, exchange in enumerate(scenario.exchanges):
-        capture = (path.parent / exchange.capture)
+        capture = (base / exchange.capture)
         try:
             if capture.stat().st_size > MAX_CAPTURE_BYTES:
                 raise InputError(f"exchange {index}: {capture} is over "
@@ -163,6 +157,60 @@ def load(path: Path) -> tuple[MockScenario, list[bytes]]:
             db = str(path.parent / db)
         scenario, bodies = with_store(scenario, bodies, db, scenario.from_store.trace)
     return scenario, bodies
+
+
+def _read_scenario(path: Path) -> MockScenario:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read the mock scenario {path}: {exc.strerror}",
+                         code="file_not_found", path=str(path)) from None
+    try:
+        return MockScenario.model_validate(json.loads(raw))
+    except (ValueError, ValidationError) as exc:
+        first = str(exc).splitlines()
+        raise InputError(f"{path} is not a mock scenario: {' '.join(first[:3])}",
+                         code="invalid_mock_scenario", path=str(path)) from None
+
+
+#: The request path each API's SDK streams from (matched as a suffix of the request's).
+API_PATHS = {"openai-chat": "/chat/completions", "xai": "/chat/completions",
+             "openai-responses": "/responses", "anthropic-messages": "/messages",
+             "gemini": ":streamGenerateContent", "bedrock-converse-stream": "/converse-stream",
+             "cohere-v2": "/chat", "app-frames": "/frames", "faq-endpoint": "/faq"}
+
+
+def folder_scenario(folder: Path) -> MockScenario:
+    """Every capture in ``folder`` (sorted by name) as one exchange on its API's path, told
+    from its bytes as ``tracestore ingest`` tells it; a file that is no capture is refused."""
+    from tracestore.errors import TracestoreError
+    from tracestore.providers.capture import read_capture
+
+    exchanges = []
+    for capture in sorted(p for p in folder.iterdir() if p.is_file()
+                          and p.suffix in CONTENT_TYPES):
+        try:
+            if capture.stat().st_size > MAX_CAPTURE_BYTES:
+                raise InputError(f"{capture} is over {MAX_CAPTURE_BYTES} bytes",
+                                 code="input_too_large")
+            reading = read_capture(capture.read_bytes(), filename=capture.name)
+        except TracestoreError as exc:
+            raise InputError(f"{capture} cannot be played: {exc.message}", code=exc.code,
+                             path=str(capture)) from None
+        path = API_PATHS.get(reading.provider)
+        if reading.provider == "ollama":
+            first = reading.frames[0].native if reading.frames else {}
+            path = "/api/chat" if isinstance(first, dict) and "message" in first \
+                else "/api/generate"
+        if path is None:
+            raise InputError(f"{capture}: no request path is known for the "
+                             f"{reading.provider} API", code="invalid_mock_scenario",
+                             path=str(capture))
+        exchanges.append({"path": path, "capture": capture.name})
+    if not exchanges:
+        raise InputError(f"{folder} holds no capture", code="invalid_mock_scenario",
+                         path=str(folder))
+    return MockScenario.model_validate({"exchanges": exchanges})
 
 
 def with_store(scenario: MockScenario | None, bodies: list[bytes], db: str,
