@@ -146,6 +146,11 @@ class Proxy:
         return None
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            from tracestore.proxy.websocket import relay
+
+            await relay(self, scope, receive, send)
+            return
         if scope["type"] != "http":
             return
         request = Request(scope, receive)

@@ -112,6 +112,8 @@ def _protocol() -> Any:
 
         def on_headers_complete(self) -> None:
             super().on_headers_complete()
+            if self.parser.should_upgrade() and self._should_upgrade():
+                return  # the WebSocket protocol takes the connection over
             # the cycle just made is this request's (a pipelined one's task starts later)
             extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
             extensions[CLIENT_LEG] = ClientLeg(self)
@@ -119,12 +121,19 @@ def _protocol() -> Any:
     return Protocol
 
 
+#: Largest WebSocket message the client leg takes (uvicorn's default, 16 MiB, is under a
+#: realtime client's longest audio append; the upstream leg has no bound of its own).
+WS_MAX_MESSAGE = 64 << 20
+
+
 def _config(app: Any, **options: Any) -> Any:
     import uvicorn
 
     logging.getLogger("uvicorn.error").addFilter(_QuietCut())
     # No Server/Date headers of uvicorn's own: the upstream's are forwarded as they came.
-    return uvicorn.Config(app, lifespan="on", http=_protocol(), loop="asyncio",
+    # WebSocket upgrades go to the websockets library's protocol (``proxy/websocket.py``).
+    return uvicorn.Config(app, lifespan="on", http=_protocol(), ws="websockets-sansio",
+                          ws_max_size=WS_MAX_MESSAGE, loop="asyncio",
                           server_header=False, date_header=False, access_log=False,
                           log_level="warning", **options)
 

@@ -219,6 +219,8 @@ class ProxyRecording:
         self.quiet, self.max_lag = quiet, max_lag
         self.keep_attempts = keep_attempts
         self.failures: list[TracestoreError] = []
+        self.sessions: list[Any] = []
+        "What each recorded WebSocket session wrote (``RunsIngested``), in order."
         self.attempts: collections.OrderedDict[str, StreamRecord] = collections.OrderedDict()
         self._traces: collections.OrderedDict[str, Any] = collections.OrderedDict()
         self._queue: collections.deque[tuple[Any, str, Any, float]] = collections.deque()
