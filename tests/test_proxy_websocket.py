@@ -8,6 +8,7 @@ exactly what the upstream sent, in order; the key the client typed is not stored
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from pathlib import Path
@@ -129,3 +130,106 @@ def test_realtime_session_through_the_proxy_is_relayed_and_recorded(setup) -> No
     # Each relayed message is one line, and the client's close ends the session.
     assert len(lines) == len(seen) + len(upstream.received) + 1
     assert lines[-1]["kind"] == "close" and lines[-1]["data"]["ok"] is True
+
+
+class _Plain:
+    """A bare WebSocket upstream: refuses the upgrade with 401 on ``/refuse``; elsewhere
+    echoes one message and closes with code 4001."""
+
+    def __enter__(self) -> _Plain:
+        import threading
+
+        from websockets.asyncio.server import serve
+
+        def refuse(conn, request):
+            if request.path.startswith("/refuse"):
+                return conn.respond(401, "bad key\n")
+            return None
+
+        async def echo(ws) -> None:
+            await ws.send(await ws.recv())
+            await ws.close(4001, "bye")
+
+        async def start():
+            return await serve(echo, "127.0.0.1", 0, process_request=refuse)
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+        host, port = self.server.sockets[0].getsockname()[:2]
+        self.url = f"http://{host}:{port}"
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_close_codes_refusals_and_an_unreadable_session(tmp_path: Path) -> None:
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+    async def talk(url: str) -> tuple[str, int | None, str | None]:
+        async with connect(url) as ws:
+            await ws.send("not a realtime event")
+            echoed = await ws.recv()
+            try:
+                await ws.recv()
+            except ConnectionClosed as exc:
+                return str(echoed), exc.rcvd.code if exc.rcvd else None, \
+                    exc.rcvd.reason if exc.rcvd else None
+        raise AssertionError("the upstream's close never came")
+
+    async def refused(url: str) -> int:
+        try:
+            async with connect(url):
+                pass
+        except InvalidStatus as exc:
+            return exc.response.status_code
+        raise AssertionError("the upgrade was accepted")
+
+    with _Plain() as upstream, Recorder(f"sqlite:///{tmp_path / 'ws.db'}") as rec:
+        recording = ProxyRecording(rec, task=ACCEPT_ANY)
+        app = proxy_app([("/none", "http://127.0.0.1:9"), ("", upstream.url)], recording,
+                        timeout=10)
+        with RunningProxy(app) as proxy:
+            ws = "ws" + proxy.url[len("http"):]
+            # The upstream's close code and reason reach the client as sent.
+            assert asyncio.run(talk(f"{ws}/echo")) == ("not a realtime event", 4001, "bye")
+            # A refused upgrade is the upstream's answer; an unreachable upstream is 502.
+            assert asyncio.run(refused(f"{ws}/refuse")) == 401
+            assert asyncio.run(refused(f"{ws}/none/x")) == 502
+            _wait_recorded(recording)
+        recording.close()
+    # The session tells no protocol: refused by the ingest, logged, nothing stored.
+    assert [f.code for f in recording.failures] == ["unknown_provider"]
+    assert not recording.sessions
+
+
+def test_the_proxy_stopping_records_the_open_session(tmp_path: Path) -> None:
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    with RealtimeUpstream(SESSION) as upstream, contextlib.ExitStack() as stack, \
+            Recorder(f"sqlite:///{tmp_path / 'ws.db'}") as rec:
+        recording = ProxyRecording(rec, task=ACCEPT_ANY)
+        with RunningProxy(proxy_app([("", upstream.url)], recording, timeout=10)) as proxy:
+            client = stack.enter_context(
+                connect("ws" + proxy.url[len("http"):] + "/v1/realtime?model=m"))
+            assert json.loads(client.recv(10))["type"] == "session.created"
+        with pytest.raises(ConnectionClosed) as closed:
+            client.recv(10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1012
+        _wait_recorded(recording)
+        recording.close()
+        assert not recording.failures
+        [session] = recording.sessions
+        lines = [json.loads(line) for line in rec.store.get_blob(session.sha256).splitlines()]
+    assert [line["data"].get("type") for line in lines[:-1]] == ["session.created"]
+    assert lines[-1]["kind"] == "close" and lines[-1]["data"]["code"] == 1012
