@@ -233,3 +233,15 @@ def test_the_proxy_stopping_records_the_open_session(tmp_path: Path) -> None:
         lines = [json.loads(line) for line in rec.store.get_blob(session.sha256).splitlines()]
     assert [line["data"].get("type") for line in lines[:-1]] == ["session.created"]
     assert lines[-1]["kind"] == "close" and lines[-1]["data"]["code"] == 1012
+
+
+def test_a_session_keeps_at_most_its_bound_and_says_so() -> None:
+    from tracestore.proxy.websocket import SessionRecord
+
+    record = SessionRecord("t", None, "/v1/realtime", max_bytes=10)
+    record.add("client", "12345")
+    record.add("server", b"67890")
+    assert not record.cut and [m[2] for m in record.messages] == ["12345", b"67890"]
+    record.add("server", "x")  # one byte past the bound: kept no more
+    record.add("server", "y")
+    assert record.cut and len(record.messages) == 2 and record.kept_bytes == 11

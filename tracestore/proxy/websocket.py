@@ -50,16 +50,35 @@ CLOSE_TIMEOUT = 5.0
 ORIGIN = "capture"
 
 
+#: The most message bytes one session keeps for its recording.  Past it the relay goes on
+#: untouched but the recording keeps only the prefix (its turn in flight then reads as cut
+#: off, never as whole), so a long audio session cannot grow the proxy's memory unbounded.
+MAX_SESSION_BYTES = 64 * 1024 * 1024
+
+
 class SessionRecord:
     """One relayed session's messages as they arrived: ``(direction, epoch seconds, text or
     bytes)``, and the close (who closed, code, reason) once there was one."""
 
-    def __init__(self, trace_id: str, attempt_prefix: str | None, path: str) -> None:
+    def __init__(self, trace_id: str, attempt_prefix: str | None, path: str,
+                 max_bytes: int = MAX_SESSION_BYTES) -> None:
         self.trace_id, self.attempt_prefix, self.path = trace_id, attempt_prefix, path
         self.messages: list[tuple[str, float, str | bytes]] = []
         self.close: tuple[str, float, int | None, str] | None = None
+        self.kept_bytes, self.max_bytes = 0, max_bytes
+        self.cut = False
+        "Set once the session outgrew ``max_bytes``: later messages were relayed, not kept."
 
     def add(self, direction: str, data: str | bytes) -> None:
+        if self.cut:
+            return
+        self.kept_bytes += len(data)
+        if self.kept_bytes > self.max_bytes:
+            self.cut = True
+            log.warning("the WebSocket session on %s (trace %s) outgrew %d bytes: its "
+                        "recording keeps the messages before; the relay goes on",
+                        self.path, self.trace_id, self.max_bytes)
+            return
         self.messages.append((direction, time.time(), data))
 
     def closed(self, direction: str, code: int | None, reason: str) -> None:
