@@ -21,15 +21,13 @@ socket was never waiting for it.
 from __future__ import annotations
 
 import asyncio
-import base64
-import datetime as dt
 import json
 import logging
-import time
 import uuid
 from typing import Any
 
 from tracestore.errors import StoreError, TracestoreError
+from tracestore.recording.session_record import MAX_SESSION_BYTES, SessionRecord, write_record
 
 log = logging.getLogger("tracestore.proxy")
 
@@ -48,72 +46,6 @@ CLOSE_TIMEOUT = 5.0
 #: The origin of a session's trace: its messages are the captured wire, as an ingested
 #: session capture's are.
 ORIGIN = "capture"
-
-
-#: The most message bytes one session keeps for its recording.  Past it the relay goes on
-#: untouched but the recording keeps only the prefix (its turn in flight then reads as cut
-#: off, never as whole), so a long audio session cannot grow the proxy's memory unbounded.
-MAX_SESSION_BYTES = 64 * 1024 * 1024
-
-
-class SessionRecord:
-    """One relayed session's messages as they arrived: ``(direction, epoch seconds, text or
-    bytes)``, and the close (who closed, code, reason) once there was one."""
-
-    def __init__(self, trace_id: str, attempt_prefix: str | None, path: str,
-                 max_bytes: int = MAX_SESSION_BYTES) -> None:
-        self.trace_id, self.attempt_prefix, self.path = trace_id, attempt_prefix, path
-        self.messages: list[tuple[str, float, str | bytes]] = []
-        self.close: tuple[str, float, int | None, str] | None = None
-        self.kept_bytes, self.max_bytes = 0, max_bytes
-        self.cut = False
-        "Set once the session outgrew ``max_bytes``: later messages were relayed, not kept."
-
-    def add(self, direction: str, data: str | bytes) -> None:
-        if self.cut:
-            return
-        self.kept_bytes += len(data)
-        if self.kept_bytes > self.max_bytes:
-            self.cut = True
-            log.warning("the WebSocket session on %s (trace %s) outgrew %d bytes: its "
-                        "recording keeps the messages before; the relay goes on",
-                        self.path, self.trace_id, self.max_bytes)
-            return
-        self.messages.append((direction, time.time(), data))
-
-    def closed(self, direction: str, code: int | None, reason: str) -> None:
-        if self.close is None:  # the first close is the session's end; its echo is not
-            self.close = (direction, time.time(), code, reason)
-
-    def jsonl(self, fields: frozenset[str]) -> bytes:
-        """The session capture, every message redacted (run by the writer thread)."""
-        from tracestore.text.redaction import redact
-
-        lines = [_line(direction, t, {"data": redact(_data(raw), fields)})
-                 for direction, t, raw in self.messages]
-        if self.close is not None:
-            direction, t, code, reason = self.close
-            lines.append(_line(direction, t, {"kind": "close", "data": {
-                "code": code, "reason": redact(reason, fields) or None,
-                "ok": code in (1000, 1001)}}))
-        return b"".join(lines)
-
-
-def _line(direction: str, t: float, rest: dict[str, Any]) -> bytes:
-    iso = dt.datetime.fromtimestamp(t, tz=dt.timezone.utc).isoformat()
-    return json.dumps({"dir": direction, "t": iso, **rest}, ensure_ascii=False,
-                      separators=(",", ":")).encode("utf-8") + b"\n"
-
-
-def _data(raw: str | bytes) -> Any:
-    """A message's JSON (Gemini Live sends JSON in binary messages too); a text message that
-    is not JSON as its text, a binary one as ``{"binary_base64": …}``."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):
-        if isinstance(raw, str):
-            return raw
-        return {"binary_base64": base64.b64encode(raw).decode("ascii")}
 
 
 def ws_url(http_url: str) -> str:
@@ -264,16 +196,8 @@ def ingest(recording: Any, record: SessionRecord) -> None:
 
 
 def _ingest(recording: Any, record: SessionRecord) -> None:
-    from tracestore.ingest.pipeline import IngestOptions, write_session
-
-    recorder = recording.recorder
     try:
-        data = record.jsonl(recorder.secret_fields)
-        options = IngestOptions(trace_id=record.trace_id, attempt_id=record.attempt_prefix,
-                                task=recording.task, origin=ORIGIN)
-        with recorder.lock:
-            recorder.check_open()
-            result = write_session(recorder.store, data, options)
+        result = write_record(recording.recorder, record, task=recording.task, origin=ORIGIN)
         recording.sessions.append(result)
     except Exception as exc:  # noqa: BLE001 - the writer outlives any one session
         failure = exc if isinstance(exc, TracestoreError) else StoreError(
@@ -284,4 +208,4 @@ def _ingest(recording: Any, record: SessionRecord) -> None:
                     record.trace_id, len(record.messages), failure.code, failure.message)
 
 
-__all__ = ["HANDSHAKE", "SessionRecord", "relay", "ws_url"]
+__all__ = ["HANDSHAKE", "MAX_SESSION_BYTES", "SessionRecord", "relay", "ws_url"]
