@@ -17,6 +17,7 @@ _EXPORTS = {
     "Turn": "tracestore.recording.turn",
     "AttemptHandle": "tracestore.recording.turn",
     "attempt_of": "tracestore.recording.turn",
+    "record_realtime": "tracestore.recording.realtime",
 }
 
 

@@ -10,6 +10,8 @@ left ``pending`` for good.  Here:
   Python's default handler and only from the main thread, so a server's own handler
   (uvicorn's, gunicorn's) is never replaced; ``TRACESTORE_SIGTERM=default`` keeps the
   default;
+* at interpreter exit every realtime session still open is recorded as far as it got (no
+  close: its turn in flight reads as cut off by the recording's end);
 * at interpreter exit every stream still in flight is recorded as cut (a ``reset`` drain
   whose detail says the application exited, and so its decision), then each transport's
   writer is flushed — for at most ``EXIT_FLUSH_S`` seconds, so a dead database never keeps
@@ -39,6 +41,7 @@ cut_at_exit = True
 
 _recorders: weakref.WeakSet[Any] = weakref.WeakSet()
 _transports: weakref.WeakSet[Any] = weakref.WeakSet()
+_sessions: weakref.WeakSet[Any] = weakref.WeakSet()
 _installed = False
 _install_lock = threading.Lock()
 
@@ -50,6 +53,12 @@ def watch_recorder(recorder: Any) -> None:
 
 def watch_transport(owner: Any) -> None:
     _transports.add(owner)
+    _install()
+
+
+def watch_session(owner: Any) -> None:
+    """A realtime session recording (``record_realtime``): recorded at exit if still open."""
+    _sessions.add(owner)
     _install()
 
 
@@ -77,6 +86,8 @@ def _at_exit() -> None:
         _quietly(lambda owner=owner: _cut_transport(owner))
     for owner in list(_transports):
         _bounded(lambda owner=owner: (owner.flush(), owner.stop_writer()))
+    for owner in list(_sessions):
+        _bounded(owner.finish)
     for recorder in list(_recorders):
         _quietly(lambda recorder=recorder: _cut_recorder(recorder))
 
@@ -124,4 +135,5 @@ def _bounded(work: Any) -> None:
     thread.join(EXIT_FLUSH_S)
 
 
-__all__ = ["EXIT_DETAIL", "flush_transports", "watch_recorder", "watch_transport"]
+__all__ = ["EXIT_DETAIL", "flush_transports", "watch_recorder", "watch_session",
+           "watch_transport"]
