@@ -174,12 +174,32 @@ def write_session(store: EventStore, data: bytes, options: IngestOptions) -> Run
                          "apply to it", code="invalid_option")
     plan = plan_session(data, filename=options.filename, trace_id=options.trace_id,
                         attempt_prefix=options.attempt_id, task=options.task,
-                        origin=options.origin)
+                        origin=options.origin,
+                        first_turn=_first_turn(store, options.trace_id, data))
     runs = AgentIngestPlan(SESSION_FORMAT, plan.sha256,
                            tuple((a, plan.trace_id, a) for a in plan.attempts),
                            plan.events, plan.blob)
     written = Appended.of(append_runs(store, runs))
     return RunsIngested(SESSION_FORMAT, plan.sha256, plan.attempts, written)
+
+
+def _first_turn(store: EventStore, trace_id: str | None, data: bytes) -> int:
+    """The number of a session's first turn on ``trace_id``: after the attempts the trace
+    holds (a continued session), or where this same capture's turns were numbered when it
+    was ingested before (so ingesting it again appends nothing)."""
+    import hashlib
+
+    if trace_id is None:
+        return 1
+    sha = hashlib.sha256(data).hexdigest()
+    attempts: list[str] = []
+    for stored in store.read(trace_id=trace_id):
+        event = stored.event
+        if event.type == "attempt.started" and event.attempt_id not in attempts:
+            attempts.append(event.attempt_id)
+        elif event.type == "capture.stored" and event.sha256 == sha:
+            return attempts.index(event.attempt_id) + 1
+    return len(attempts) + 1
 
 
 def write_resume(store: EventStore, data: bytes, options: IngestOptions) -> PlanIngested:

@@ -19,6 +19,12 @@ Transport: a response that reached its terminal drained cleanly (the socket carr
 next response); one that did not was cut off by a close record (``error`` unless the close
 was ``ok``) or by the end of the recording (``eof``), and is never released.
 
+A session continued over a second connection (Gemini's ``goAway`` and a new connection
+resuming with the ``sessionResumptionUpdate`` handle; an OpenAI client reconnecting) is a
+second capture ingested onto the same trace: its turns are numbered on from the trace's
+attempts, and a turn the first connection's end cut stays cut (it is not stitched to the
+second connection's messages: each connection's bytes are their own evidence).
+
 Stops: a client ``response.cancel`` or ``conversation.item.truncate``, and a Gemini
 ``interrupted``, are a local Stop of the response in flight at their position (or, between
 responses, of the response just ended: it was decided before, so the Stop changes nothing).
@@ -212,8 +218,9 @@ def _drain(turn: _Turn) -> tuple[str, str]:
 
 def plan_session(data: bytes, *, filename: str | None = None, trace_id: str | None = None,
                  attempt_prefix: str | None = None, task: TaskRule | None = None,
-                 origin: str | None = None) -> SessionPlan:
-    """Plan a session capture (see the module docstring)."""
+                 origin: str | None = None, first_turn: int = 1) -> SessionPlan:
+    """Plan a session capture (see the module docstring).  ``first_turn``: the number of
+    its first turn, past the turns a trace already holds when this session continues it."""
     messages = read_session(data)
     provider = session_provider(messages)
     sha = hashlib.sha256(data).hexdigest()
@@ -223,7 +230,7 @@ def plan_session(data: bytes, *, filename: str | None = None, trace_id: str | No
     events = [NewEvent(trace_stream(trace), TraceOpened(trace_id=trace, task=task, origin=label),
                        id=event_id(trace, "", "trace"), trace_id=trace)]
     attempts: list[str] = []
-    for number, turn in enumerate(_turns(provider, messages), start=1):
+    for number, turn in enumerate(_turns(provider, messages), start=first_turn):
         attempt = f"{prefix}-{turn.key or f'turn{number}'}"
         if attempt in attempts:
             attempt = f"{attempt}-turn{number}"
