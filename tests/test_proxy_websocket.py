@@ -22,28 +22,13 @@ from tracestore.proxy.app import proxy_app
 from tracestore.proxy.server import RunningProxy
 from tracestore.proxy.writer import ProxyRecording
 
-from ws_upstream import WILD_WS, RealtimeUpstream
+from ws_upstream import WILD_WS, LoopServer, RealtimeUpstream, until_done
 
 SESSION = WILD_WS / "openai" / "pydantic-ai__test_gateway_ws__test_gateway_openai_text_in_audio_out.jsonl"
 ACCEPT_ANY = TaskRule(answer_patterns=("",))
 KEY = "sk-proj-" + "Zq7" * 12
 
 pytestmark = pytest.mark.skipif(not SESSION.is_file(), reason="../shared/wild-ws is not here")
-
-
-async def _until_done(conn, seen: list[bytes], *, cancel_at_delta: bool = False) -> dict:
-    """Read raw messages until a ``response.done``; with ``cancel_at_delta``, send
-    ``response.cancel`` at the first transcript delta."""
-    cancelled = False
-    while True:
-        raw = await asyncio.wait_for(conn.recv_bytes(), 10)
-        seen.append(raw)
-        event = json.loads(raw)
-        if cancel_at_delta and not cancelled and event["type"].endswith("transcript.delta"):
-            await conn.response.cancel()
-            cancelled = True
-        if event["type"] == "response.done":
-            return event
 
 
 async def _conversation(proxy_url: str, seen: list[bytes]) -> tuple[dict, dict]:
@@ -62,9 +47,9 @@ async def _conversation(proxy_url: str, seen: list[bytes]) -> tuple[dict, dict]:
                 "content": [{"type": "input_text", "text": text}]})
             await conn.response.create()
             if cancel:
-                second = await _until_done(conn, seen, cancel_at_delta=True)
+                second = await until_done(conn, seen, cancel_at_delta=True)
             else:
-                first = await _until_done(conn, seen)
+                first = await until_done(conn, seen)
     await client.close()
     return first, second
 
@@ -132,13 +117,11 @@ def test_realtime_session_through_the_proxy_is_relayed_and_recorded(setup) -> No
     assert lines[-1]["kind"] == "close" and lines[-1]["data"]["ok"] is True
 
 
-class _Plain:
+class _Plain(LoopServer):
     """A bare WebSocket upstream: refuses the upgrade with 401 on ``/refuse``; elsewhere
     echoes one message and closes with code 4001."""
 
     def __enter__(self) -> _Plain:
-        import threading
-
         from websockets.asyncio.server import serve
 
         def refuse(conn, request):
@@ -153,22 +136,8 @@ class _Plain:
         async def start():
             return await serve(echo, "127.0.0.1", 0, process_request=refuse)
 
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
-        host, port = self.server.sockets[0].getsockname()[:2]
-        self.url = f"http://{host}:{port}"
+        self._serve(start)
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
 
 
 def test_close_codes_refusals_and_an_unreadable_session(tmp_path: Path) -> None:

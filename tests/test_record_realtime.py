@@ -21,7 +21,7 @@ from tracestore.events import LocalStopped, TaskRule, TransportDrained
 from tracestore.projections.release import decide_release, trace_attempts
 from tracestore.recording import record_realtime
 
-from ws_upstream import WILD_WS, RealtimeUpstream
+from ws_upstream import WILD_WS, RealtimeUpstream, until_done
 
 SESSION = WILD_WS / "openai" / "pydantic-ai__test_gateway_ws__test_gateway_openai_text_in_audio_out.jsonl"
 ACCEPT_ANY = TaskRule(answer_patterns=("",))
@@ -78,16 +78,7 @@ async def _async_conversation(url: str, rec: Recorder, seen: list[bytes]) -> obj
                 "type": "message", "role": "user",
                 "content": [{"type": "input_text", "text": text}]})
             await conn.response.create()
-            cancelled = False
-            while True:
-                raw = await asyncio.wait_for(conn.recv_bytes(), 10)
-                seen.append(raw)
-                event = json.loads(raw)
-                if cancel and not cancelled and event["type"].endswith("transcript.delta"):
-                    await conn.response.cancel()
-                    cancelled = True
-                if event["type"] == "response.done":
-                    break
+            await until_done(conn, seen, cancel_at_delta=cancel)
     await client.close()
     return recording
 

@@ -22,7 +22,32 @@ from typing import Any
 WILD_WS = Path(__file__).resolve().parents[2] / "shared" / "wild-ws"
 
 
-class RealtimeUpstream:
+class LoopServer:
+    """A ``websockets`` server run on its own event loop in a daemon thread: ``_serve(start)``
+    starts it (``start`` a coroutine function returning the server), leaving stops it."""
+
+    def _serve(self, start: Any) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.sockets[0].getsockname()[:2]
+        return f"http://{host}:{port}"
+
+    def __exit__(self, *exc: object) -> None:
+        async def stop() -> None:
+            self.server.close()
+            await self.server.wait_closed()
+
+        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+class RealtimeUpstream(LoopServer):
     def __init__(self, session: Path, *, pace: float = 0.02) -> None:
         lines = [json.loads(line) for line in session.read_text().splitlines() if line.strip()]
         self.opening: list[Any] = []
@@ -43,33 +68,16 @@ class RealtimeUpstream:
         self.sent: list[str] = []
         self.received: list[Any] = []
         self.headers: list[tuple[str, str]] = []
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.server: Any = None
-
-    @property
-    def url(self) -> str:
-        host, port = self.server.sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}"
 
     def __enter__(self) -> RealtimeUpstream:
         from websockets.asyncio.server import serve
 
-        self.thread.start()
         async def start() -> Any:
             return await serve(self._session, "127.0.0.1", 0, max_size=None)
 
-        self.server = asyncio.run_coroutine_threadsafe(start(), self.loop).result(10)
+        self._serve(start)
         return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def stop() -> None:
-            self.server.close()
-            await self.server.wait_closed()
-
-        asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
 
     async def _session(self, ws: Any) -> None:
         self.headers = list(ws.request.headers.raw_items())
@@ -121,3 +129,18 @@ class RealtimeUpstream:
 
 
 __all__ = ["WILD_WS", "RealtimeUpstream"]
+
+
+async def until_done(conn, seen: list[bytes], *, cancel_at_delta: bool = False) -> dict:
+    """Read raw messages until a ``response.done``; with ``cancel_at_delta``, send
+    ``response.cancel`` at the first transcript delta."""
+    cancelled = False
+    while True:
+        raw = await asyncio.wait_for(conn.recv_bytes(), 10)
+        seen.append(raw)
+        event = json.loads(raw)
+        if cancel_at_delta and not cancelled and event["type"].endswith("transcript.delta"):
+            await conn.response.cancel()
+            cancelled = True
+        if event["type"] == "response.done":
+            return event
