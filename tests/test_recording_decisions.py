@@ -138,7 +138,11 @@ def test_writer_processes_sharing_a_trace_of_many_attempts_record_each_decision_
     with EventStore(url) as store:
         events = store.read(trace_id="shared")
         assert store.verify().ok
-    assert [e.position for e in events] == list(range(1, len(events) + 1))
+    # rising positions (PostgreSQL leaves a refused append's reserved ones unused)
+    positions = [e.position for e in events]
+    assert positions == sorted(set(positions))
+    if backend == "sqlite":
+        assert positions == list(range(1, len(events) + 1))
     names = {f"w{n}-{i}" for n in range(writers) for i in range(attempts)}
     decided = Counter(e.event.attempt_id for e in events if isinstance(e.event, ReleaseDecided))
     assert decided == Counter({name: 1 for name in names})  # none lost, none twice

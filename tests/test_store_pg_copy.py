@@ -125,7 +125,8 @@ def test_a_row_the_database_refuses_in_a_copy_is_typed_and_leaves_nothing(
     monkeypatch.undo()
     assert store.head_position() == 2
     assert store.stream_version("attempt:b") == 0
-    assert store.append([frame("b", 0)]).positions == (3,)
+    # the refused append's reserved positions (3 to 5) stay unused
+    assert store.append([frame("b", 0)]).positions == (6,)
     assert store.verify().ok
     store.close()
 

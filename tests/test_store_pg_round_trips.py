@@ -2,8 +2,9 @@
 
 libpq's trace of the pooled psycopg connections names every message the client sends: a
 round trip is one simple ``Query`` or one extended-protocol ``Sync``.  A recorder's feed
-is BEGIN, the lock with the head read (one message), one insert per table (multi-row;
-a stored blob skipped by ``ON CONFLICT``), COMMIT: no pool ping, no blob look-up.
+is BEGIN, one message taking the append lock shared, the trace's own lock, a block of
+positions and the trace's head, one insert per table (multi-row; a stored blob skipped by
+``ON CONFLICT``), COMMIT: no pool ping, no blob look-up, no global lock.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def round_trips(sent: list[str]) -> int:
     return sum(1 for m in sent if m.startswith(("Query", "Sync")))
 
 
-def test_a_recorder_feed_is_begin_lock_and_head_one_insert_per_table_commit(
+def test_a_recorder_feed_is_begin_trace_lock_and_head_one_insert_per_table_commit(
         recorder: tuple[Any, list[Any]]) -> None:
     rec, connections = recorder
     data = CAPTURE.read_bytes()
@@ -79,7 +80,9 @@ def test_a_recorder_feed_is_begin_lock_and_head_one_insert_per_table_commit(
         sent = sent[:sent.index('Query "COMMIT"') + 1]
         assert round_trips(sent) == 5, sent
         assert sent[0] == 'Query "BEGIN"' and sent[-1] == 'Query "COMMIT"', sent
-        assert "pg_advisory_xact_lock" in sent[1] and "ORDER BY position DESC" in sent[1]
+        assert "pg_advisory_xact_lock_shared" in sent[1] and "ts_reserve_positions" in sent[1]
+        assert "WHERE trace_id = t ORDER BY position DESC LIMIT 1" in sent[1]
+        assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)  # never exclusive
         text = " ".join(sent)
         assert text.count("INSERT INTO ts_blobs") <= 1 and "ON CONFLICT" in text
         assert 'Query ";"' not in sent  # no pool pre-ping

@@ -69,7 +69,8 @@ def test_verify_names_a_deleted_position(db_file: Path) -> None:
     _tamper(db_file, "DELETE FROM ts_events WHERE position = 3")
     result = EventStore(f"sqlite:///{db_file}").verify()
     assert (result.ok, result.first_broken_position) == (False, 4)
-    assert result.reason == "position 3 is missing (next stored is 4)"
+    assert result.reason == ("trace 'a' is missing version 3 (the next stored is version 4, "
+                             "at position 4)")
 
 
 def test_database_is_in_wal_mode(db_file: Path) -> None:

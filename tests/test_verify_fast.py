@@ -62,7 +62,8 @@ DAMAGE = {
                         "WHERE position = 3",
     "id stored as blob, same bytes": "UPDATE ts_events SET id = CAST(id AS BLOB) "
                                      "WHERE position = 11",
-    "deleted position": "DELETE FROM ts_events WHERE position = 20",
+    "deleted position": "DELETE FROM ts_events WHERE position = 15",
+    "deleted last event of a trace": "DELETE FROM ts_events WHERE position = 20",
     "deleted tail": "DELETE FROM ts_events WHERE position > 25",
     "changed hash": "UPDATE ts_events SET hash = replace(hash, substr(hash, 1, 1), 'x') "
                     "WHERE position = 30",
@@ -79,7 +80,11 @@ FOUND = {
     "payload not UTF-8": (False, 15, 16, "payload is not valid UTF-8"),
     "stream not UTF-8": (False, 2, 3, "stream is not valid UTF-8"),
     "id stored as blob, same bytes": (False, 10, 11, "id is stored as blob, not text"),
-    "deleted position": (False, 19, 21, "position 20 is missing (next stored is 21)"),
+    "deleted position": (False, 14, 16, "trace 't1' is missing version 5 (the next stored "
+                                        "is version 6, at position 16)"),
+    # Each trace is its own chain: its last event removed leaves a shorter, valid chain.
+    # Only a signed tree head catches it (tests/test_checkpoint_tree.py).
+    "deleted last event of a trace": (True, 29, None, None),
     "deleted tail": (True, 25, None, None),
     "changed hash": (False, 29, 30, HASH),
     "changed capture": (False, 2, 3, "stored capture 5bd3ef0c7aba4383… was changed (its "
@@ -105,7 +110,7 @@ def test_the_fast_pass_reports_what_the_exact_pass_reports(
     found = (reference.ok, reference.count, reference.first_broken_position,
              reference.reason)
     if anchored and damage == "deleted tail":
-        assert found == (False, 25, 26, "the log ends at position 25, before the signed "
-                                        "head at 27 (events were deleted from the tail)")
+        assert found == (False, 25, 27, "the event at the signed head's position 27 is gone "
+                                        "(events were deleted)")
     else:
         assert found == FOUND[damage]

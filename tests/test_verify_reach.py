@@ -135,13 +135,18 @@ def _keyed(tmp_path: Path) -> tuple[Path, Path, Path]:
     return db, key, head
 
 
-def test_checkpoint_signs_position_hash_and_time(tmp_path: Path) -> None:
+def test_checkpoint_signs_the_tree_head_and_time(tmp_path: Path) -> None:
     db, key, head = _keyed(tmp_path)
     signed = json.loads(head.read_text())
-    assert sorted(signed) == ["format", "hash", "key_id", "position", "signature", "time"]
-    assert signed["position"] == 21
+    assert sorted(signed) == ["format", "key_id", "position", "root", "signature", "time",
+                              "tree_size"]
+    assert (signed["format"], signed["position"], signed["tree_size"]) == \
+        ("tracestore-checkpoint-2", 21, 2)
     code, result = _verify_json(db)
-    assert signed["hash"] == result["head_hash"]
+    assert (signed["root"], signed["tree_size"]) == (result["tree_root"], result["tree_size"])
+    leaves = [json.loads(line) for line in (tmp_path / "head.json.leaves").read_text()
+              .splitlines()]
+    assert [(leaf["trace_id"], leaf["version"]) for leaf in leaves] == [("s1", 10), ("t1", 11)]
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
     assert (code, result["ok"], result["checkpoint_position"]) == (0, True, 21)
     # The public half alone verifies too.
@@ -160,33 +165,40 @@ def test_checkpoint_key_from_the_environment(tmp_path: Path) -> None:
     assert (code, json.loads(out)["ok"]) == (0, True)
 
 
+TREE_BROKEN = ("the traces' heads as of position 21 do not hash to the signed tree head "
+               "(2 traces signed, {found} found): a trace lost events, was removed or was "
+               "rewritten")
+
+
 def test_checkpoint_detects_tail_deletion(tmp_path: Path) -> None:
     db, key, head = _keyed(tmp_path)
     _sql(db, "DELETE FROM ts_events WHERE position > 15")
     assert _verify_json(db)[1]["ok"] is True  # without the checkpoint: undetectable
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
-    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 16)
-    assert result["reason"] == ("the log ends at position 15, before the signed head at 21 "
-                                "(events were deleted from the tail)")
+    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 21)
+    assert result["reason"] == TREE_BROKEN.format(found=2)
 
 
 def _rehash_from(db: Path, position: int) -> None:
-    """Rewrite the payload at ``position`` and recompute every later hash (no key needed)."""
-    from tracestore.store.verify import chain_hash
+    """Rewrite the payload at ``position`` and recompute every later hash of its trace (no
+    key needed)."""
+    from tracestore.store.chain import trace_chain_hash
 
     conn = sqlite3.connect(db)
     conn.execute("DROP TRIGGER ts_events_no_update")
+    (trace,) = conn.execute("SELECT trace_id FROM ts_events WHERE position = ?",
+                            (position,)).fetchone()
     rows = conn.execute("SELECT position, id, stream, version, type, schema_version, "
-                        "recorded_at, trace_id, payload, hash FROM ts_events ORDER BY position"
-                        ).fetchall()
+                        "recorded_at, trace_id, payload, hash, trace_version FROM ts_events "
+                        "WHERE trace_id = ? ORDER BY position", (trace,)).fetchall()
     prev = "0" * 64
     for row in rows:
-        pos, eid, stream, version, typ, sv, rec, trace, payload, digest = row
+        pos, eid, stream, version, typ, sv, rec, trace, payload, digest, tv = row
         if pos == position:
             payload = payload.replace("Wednesday", "Thursday")
         if pos >= position:
-            digest = chain_hash(prev, pos, eid, stream, version, typ, sv, rec, trace,
-                                payload.encode())
+            digest = trace_chain_hash(prev, pos, tv, eid, stream, version, typ, sv, rec,
+                                      trace, payload.encode())
             conn.execute("UPDATE ts_events SET payload = ?, hash = ? WHERE position = ?",
                          (payload, digest, pos))
         prev = digest
@@ -201,7 +213,16 @@ def test_checkpoint_detects_a_rewrite_that_was_rehashed(tmp_path: Path) -> None:
     assert _verify_json(db)[1]["ok"] is True  # without the checkpoint: undetectable
     code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
     assert (code, result["ok"], result["first_broken_position"]) == (3, False, 21)
-    assert "another hash than the signed head" in result["reason"]
+    assert result["reason"] == TREE_BROKEN.format(found=2)
+
+
+def test_checkpoint_detects_a_dropped_trace(tmp_path: Path) -> None:
+    db, key, head = _keyed(tmp_path)
+    _sql(db, "DELETE FROM ts_events WHERE trace_id = 's1'")
+    assert _verify_json(db)[1]["ok"] is True  # without the checkpoint: undetectable
+    code, result = _verify_json(db, "--checkpoint", str(head), "--key", str(key))
+    assert (code, result["ok"], result["first_broken_position"]) == (3, False, 21)
+    assert result["reason"] == TREE_BROKEN.format(found=1)
 
 
 def test_checkpoint_detects_a_fork(tmp_path: Path) -> None:

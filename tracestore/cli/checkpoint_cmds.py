@@ -30,10 +30,13 @@ def checkpoint(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Sign the log's head (position, hash, time); keep the file away from the database.
+    """Sign the store's tree head (every trace's chain head); keep the file away from the
+    database.
 
-    `tracestore verify --checkpoint FILE` later proves the log still extends that head:
-    no tail deleted, nothing rewritten and re-hashed, no fork.
+    `tracestore verify --checkpoint FILE` later proves the store still extends that head:
+    no trace truncated or dropped, nothing rewritten and re-hashed, no fork. With --out,
+    FILE.leaves lists each trace's signed head, so that `verify --trace T --checkpoint
+    FILE` can prove one trace alone.
     """
     from tracestore.cli.review_cmds import write_atomically
     from tracestore.store import checkpoint as ck
@@ -58,15 +61,23 @@ def checkpoint(
             raise ChainBroken(f"refusing to sign: {code.replace('_', ' ')} at position "
                               f"{result.first_broken_position}: {result.reason}",
                               position=result.first_broken_position or 0, code=code)
-    signed = ck.sign(result.count, result.head_hash, utc_now(), key)
+    signed = ck.sign(result.last_position, result.head_hash, utc_now(), key,
+                     tree=(result.tree_size, result.tree_root))
     if out is None:
         emit_json(signed.to_dict())
         return
     from tracestore.review.escape import json_text
 
+    with open_store(db, create=False, read_only=True) as store:
+        leaves = store.tree_leaves(signed.position)
+    write_atomically(ck.leaves_path(out), "".join(
+        json_text({"trace_id": leaf.trace_id, "version": leaf.version, "hash": leaf.hash},
+                  compact=True) + "\n" for leaf in leaves))
     write_atomically(out, json_text(signed.to_dict()) + "\n")
     if as_json:
         emit_json(signed.to_dict())
     else:
-        console.print(term_text(f"signed head at position {signed.position} "
-                                f"({signed.hash[:16]}…) with key {signed.key_id}: {out}"))
+        console.print(term_text(f"signed tree head at position {signed.position} "
+                                f"({signed.tree_size} traces, root {str(signed.root)[:16]}…) "
+                                f"with key {signed.key_id}: {out} (its leaves: "
+                                f"{ck.leaves_path(out)})"))

@@ -106,7 +106,8 @@ def export(
 
             lines = export_lines(lambda: store.iter_rows(trace_id=trace), trace_id=trace,
                                  redact=redact is not None, get_blob=store.get_blob,
-                                 tracestore_version=tracestore.__version__)
+                                 tracestore_version=tracestore.__version__,
+                                 legacy_chain_end=store.legacy_chain_end())
             count = _write(lines, out)
         else:
             from tracestore.export.otlp import build_spans, dropped, otlp_json_lines
@@ -223,7 +224,12 @@ def import_(
         try:
             parsed = read_export(handle, str(file))
             same = bool(parsed.header.get("complete"))
-            count, head = store.import_rows(parsed.rows, parsed.blobs, same_hashes=same)
+            legacy = parsed.header.get("legacy_chain_end", 0) if same else 0
+            if type(legacy) is not int or legacy < 0:
+                raise InputError(f"{file}: header field 'legacy_chain_end' is not a position",
+                                 code="invalid_export")
+            count, head = store.import_rows(parsed.rows, parsed.blobs, same_hashes=same,
+                                            legacy_chain_end=legacy)
         except UnicodeDecodeError as exc:
             raise InputError(f"{file} is not UTF-8 text", code="invalid_export") from exc
     result = {"events": count, "blobs": len(parsed.blobs), "same_hashes": same,

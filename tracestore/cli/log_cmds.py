@@ -208,11 +208,20 @@ def verify(
     key: Annotated[Optional[Path], typer.Option(
         "--key", help="The checkpoint's public (or private) key file. Default: the PEM text "
                       "in $TRACESTORE_CHECKPOINT_KEY.")] = None,
+    trace: Annotated[Optional[str], typer.Option(
+        "--trace", help="Check this trace's chain alone (no other trace is read); with "
+                        "--checkpoint, also prove its head is in the signed tree (from the "
+                        "FILE.leaves beside it).", autocompletion=complete_trace)] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Recompute the hash chain and re-hash stored captures; exit non-zero naming the first
-    broken position."""
+    """Recompute every trace's hash chain and re-hash stored captures; exit non-zero naming
+    the first broken position."""
+    if trace is not None:
+        from tracestore.cli.verify_trace import verify_one_trace
+
+        verify_one_trace(trace, checkpoint, key, db, as_json)
+        return
     expected = None
     if checkpoint is not None:
         from tracestore.store import checkpoint as ck
@@ -220,7 +229,7 @@ def verify(
 
         signed = ck.read_checkpoint(checkpoint)
         ck.check_signature(signed, key)
-        expected = Expected(signed.position, signed.hash)
+        expected = Expected(signed.position, signed.hash, signed.root, signed.tree_size)
     from tracestore.api import Store
 
     with open_store(db, create=False, read_only=True) as store:
@@ -232,6 +241,8 @@ def verify(
                    "reason": result.reason, "code": result.code, "head_hash": result.head_hash,
                    "captures_checked": result.captures_checked,
                    "checkpoint_position": result.checkpoint_position,
+                   "last_position": result.last_position, "tree_size": result.tree_size,
+                   "tree_root": result.tree_root,
                    "reviews_checked": reviews.checked if reviews else 0,
                    "first_bad_review_position": reviews.position if reviews else None,
                    "review_reason": reviews.reason if reviews else None,

@@ -8,10 +8,12 @@ and break the chain).  Raw capture bytes follow as base64 blob lines.
 What ``import`` reproduces (into an empty store):
 
 * a complete export (no ``--trace``, no redaction) is the same log byte for byte: same
-  positions, ids, recorded-at times and hashes, so ``verify`` reports the same head hash;
+  positions, trace versions, ids, recorded-at times and hashes (rows of the global chain
+  a store kept before per-trace chains, up to the header's ``legacy_chain_end``, included),
+  so ``verify`` passes with the same trace heads;
 * a trace export keeps ids, streams, versions, recorded-at times and payloads, but its events
-  are numbered from 1 and the hash chain is computed anew (the hashes of the source store
-  chain through events that are not in the file).  Positions written inside payloads
+  are numbered from 1 and the hash chains are computed anew (positions are part of each
+  hash).  Positions written inside payloads
   (``decided_at_position``, review evidence) still name the source store's positions;
 * a redacted export imports the same way (its payloads changed, so its hashes must).
 """
@@ -31,15 +33,21 @@ FORMAT = "tracestore-jsonl"
 VERSION = 1
 #: What a header holds (``header``); any other field is refused on import.
 HEADER_FIELDS = frozenset({"format", "version", "trace_id", "complete", "redacted",
-                           "tracestore_version"})
+                           "tracestore_version", "legacy_chain_end"})
 _ROW_FIELDS = ("position", "id", "stream", "version", "type", "schema_version",
                "recorded_at", "hash", "payload")
 
 
-def header(*, trace_id: str | None, redacted: bool, tracestore_version: str) -> dict[str, Any]:
-    return {"format": FORMAT, "version": VERSION, "trace_id": trace_id,
-            "complete": trace_id is None and not redacted, "redacted": redacted,
-            "tracestore_version": tracestore_version}
+def header(*, trace_id: str | None, redacted: bool, tracestore_version: str,
+           legacy_chain_end: int = 0) -> dict[str, Any]:
+    """``legacy_chain_end``: the last position of the source's global chain (rows stored
+    before per-trace chains); a complete import hashes those rows as they were."""
+    out = {"format": FORMAT, "version": VERSION, "trace_id": trace_id,
+           "complete": trace_id is None and not redacted, "redacted": redacted,
+           "tracestore_version": tracestore_version}
+    if out["complete"] and legacy_chain_end:
+        out["legacy_chain_end"] = legacy_chain_end
+    return out
 
 
 def _parsed(row: dict[str, Any]) -> Any:
@@ -47,7 +55,8 @@ def _parsed(row: dict[str, Any]) -> Any:
 
 
 def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id: str | None,
-                 redact: bool, tracestore_version: str, get_blob: Any) -> Iterator[str]:
+                 redact: bool, tracestore_version: str, get_blob: Any,
+                 legacy_chain_end: int = 0) -> Iterator[str]:
     """The export as text: chunks of whole lines (each line ending in a newline).
 
     ``read_rows()`` yields the stored rows in order (called twice when redacting: the first
@@ -57,7 +66,8 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
     from tracestore.store.log import canonical_payload
 
     yield _dump(header(trace_id=trace_id, redacted=redact,
-                       tracestore_version=tracestore_version))
+                       tracestore_version=tracestore_version,
+                       legacy_chain_end=legacy_chain_end))
     redactor = Redactor() if redact else None
     if redactor is not None:
         redactor.learn_all(_parsed(row) for row in read_rows()
@@ -91,7 +101,7 @@ def export_lines(read_rows: Callable[[], Iterable[dict[str, Any]]], *, trace_id:
                                   "base64": base64.b64encode(data).decode("ascii")}})
 
 
-_LINE_FIELDS = (*_ROW_FIELDS, "trace_id")
+_LINE_FIELDS = (*_ROW_FIELDS, "trace_id", "trace_version")
 _LINES_PER_CHUNK = 1000
 
 

@@ -1,13 +1,22 @@
-"""Signed checkpoints: what closes the gap the hash chain leaves open.
+"""Signed checkpoints: what closes the gap the hash chains leave open.
 
-The chain proves each row follows from its predecessors, but whoever can write the
-database can delete the tail or edit a row and re-hash everything after it; the result is
-again a valid chain.  Transparency logs close this with a *signed tree head* kept outside
-the log: here a checkpoint is (position, hash at that position, time) signed with Ed25519.
-``verify --checkpoint`` then proves the log still extends that head: the row at the signed
-position exists and carries the signed hash, so every earlier row is the one that was
-signed (the chain commits to them), and nothing before it was deleted, rewritten or
-forked.  Rows appended after the checkpoint are covered by the next checkpoint.
+Each trace's chain proves each row follows from its predecessors, but whoever can write the
+database can delete a trace's last rows, drop a trace, or edit a row and re-hash
+everything after it; the result is again a set of valid chains.  Transparency logs close
+this with a *signed tree head* kept outside the log: here a checkpoint
+(``tracestore-checkpoint-2``) is (position, number of traces, Merkle root over every
+trace's head as of that position, time) signed with Ed25519 (``store.tree_head``).
+``verify --checkpoint`` recomputes the heads as of the signed position and proves the
+store still extends them: each trace's head there carries the signed hash (its chain
+commits to all its earlier rows), and no trace was dropped, truncated, rewritten or forked.
+Rows appended after the checkpoint are covered by the next checkpoint.  A checkpoint also
+writes its leaves beside it (``FILE.leaves``, one JSON line per trace): they are not
+secret and need no protection (the signed root vouches for them), and with them
+``verify --trace T --checkpoint FILE`` proves one trace's inclusion alone.
+
+A ``tracestore-checkpoint-1`` file (position, the hash of the row there) still verifies:
+the row at its position must carry its hash, which covers the global chain a store kept
+before per-trace chains, and only that row's trace after it.
 
 Keys are PEM files (PKCS#8 private, SubjectPublicKeyInfo public).  The signing key comes
 from ``--key FILE`` or the ``TRACESTORE_CHECKPOINT_KEY`` environment variable (PEM text);
@@ -18,6 +27,7 @@ that commands not using checkpoints never load it.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import os
@@ -29,24 +39,41 @@ from tracestore.errors import InputError, StoreError
 
 KEY_ENV = "TRACESTORE_CHECKPOINT_KEY"
 FORMAT = "tracestore-checkpoint-1"
+FORMAT_TREE = "tracestore-checkpoint-2"
 _FIELDS = ("format", "hash", "key_id", "position", "signature", "time")
+_TREE_FIELDS = ("format", "key_id", "position", "root", "signature", "time", "tree_size")
 
 
 @dataclass(frozen=True)
 class Checkpoint:
     position: int
     hash: str
+    "A -1 checkpoint's row hash (empty in a -2 checkpoint)."
     time: str
     key_id: str
     signature: str
+    tree_size: int | None = None
+    root: str | None = None
+    "A -2 checkpoint's Merkle root over the traces' heads, hex."
+
+    @property
+    def format(self) -> str:
+        return FORMAT if self.root is None else FORMAT_TREE
 
     def message(self) -> bytes:
-        """The signed bytes: the format name and the three facts, one per line."""
-        return f"{FORMAT}\n{self.position}\n{self.hash}\n{self.time}\n".encode("ascii")
+        """The signed bytes: the format name and the facts, one per line."""
+        if self.root is None:
+            return f"{FORMAT}\n{self.position}\n{self.hash}\n{self.time}\n".encode("ascii")
+        return (f"{FORMAT_TREE}\n{self.position}\n{self.tree_size}\n{self.root}\n"
+                f"{self.time}\n").encode("ascii")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": FORMAT, "position": self.position, "hash": self.hash,
-                "time": self.time, "key_id": self.key_id, "signature": self.signature}
+        if self.root is None:
+            return {"format": FORMAT, "position": self.position, "hash": self.hash,
+                    "time": self.time, "key_id": self.key_id, "signature": self.signature}
+        return {"format": FORMAT_TREE, "position": self.position,
+                "tree_size": self.tree_size, "root": self.root, "time": self.time,
+                "key_id": self.key_id, "signature": self.signature}
 
 
 def generate_key() -> tuple[bytes, bytes]:
@@ -176,17 +203,21 @@ def _key_id(public_key: Any) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
-def sign(position: int, head_hash: str, time: str, key_path: Path | None) -> Checkpoint:
-    """Sign (position, hash, time) with the private key from ``key_path`` or the env."""
+def sign(position: int, head_hash: str, time: str, key_path: Path | None, *,
+         tree: tuple[int, str] | None = None) -> Checkpoint:
+    """Sign (position, hash, time) -- or, given ``tree`` (size, root), (position, size,
+    root, time) -- with the private key from ``key_path`` or the env."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     key = _load(_key_text(key_path))
     if not isinstance(key, Ed25519PrivateKey):
         raise InputError("signing a checkpoint needs the private key, not the .pub file",
                          code="invalid_key")
-    unsigned = Checkpoint(position, head_hash, time, _key_id(key.public_key()), "")
+    size, root = tree if tree is not None else (None, None)
+    unsigned = Checkpoint(position, "" if tree else head_hash, time,
+                          _key_id(key.public_key()), "", size, root)
     signature = base64.b64encode(key.sign(unsigned.message())).decode("ascii")
-    return Checkpoint(position, head_hash, time, unsigned.key_id, signature)
+    return dataclasses.replace(unsigned, signature=signature)
 
 
 def read_checkpoint(path: Path) -> Checkpoint:
@@ -196,15 +227,54 @@ def read_checkpoint(path: Path) -> Checkpoint:
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{path} is not a checkpoint: {exc}", code="invalid_checkpoint",
                          path=str(path)) from None
-    if (not isinstance(data, dict) or sorted(data) != list(_FIELDS)
-            or data["format"] != FORMAT or type(data["position"]) is not int
-            or data["position"] < 0
-            or not all(isinstance(data[k], str) for k in ("hash", "time", "key_id",
-                                                          "signature"))):
-        raise InputError(f"{path} is not a {FORMAT} file", code="invalid_checkpoint",
-                         path=str(path))
+    tree = isinstance(data, dict) and data.get("format") == FORMAT_TREE
+    fields, strings = ((_TREE_FIELDS, ("root", "time", "key_id", "signature")) if tree
+                       else (_FIELDS, ("hash", "time", "key_id", "signature")))
+    if (not isinstance(data, dict) or sorted(data) != list(fields)
+            or data["format"] not in (FORMAT, FORMAT_TREE)
+            or type(data["position"]) is not int or data["position"] < 0
+            or (tree and (type(data["tree_size"]) is not int or data["tree_size"] < 0))
+            or not all(isinstance(data[k], str) for k in strings)):
+        raise InputError(f"{path} is not a {FORMAT_TREE} (or {FORMAT}) file",
+                         code="invalid_checkpoint", path=str(path))
+    if tree:
+        return Checkpoint(data["position"], "", data["time"], data["key_id"],
+                          data["signature"], data["tree_size"], data["root"])
     return Checkpoint(data["position"], data["hash"], data["time"], data["key_id"],
                       data["signature"])
+
+
+def leaves_path(checkpoint_path: Path) -> Path:
+    """Where a checkpoint's leaves are written and looked for: beside it, ``.leaves``."""
+    return checkpoint_path.with_name(checkpoint_path.name + ".leaves")
+
+
+def read_leaves(path: Path) -> list[Any]:
+    """The leaves of a checkpoint, as written by ``tracestore checkpoint --out``; each line
+    bounded, each entry checked (``invalid_checkpoint`` naming the line)."""
+    from tracestore.store.tree_head import Leaf
+
+    out: list[Leaf] = []
+    try:
+        with path.open(encoding="utf-8") as lines:
+            for number, line in enumerate(iter(lambda: lines.readline(MAX_SMALL_FILE), ""), 1):
+                try:
+                    item = json.loads(line)
+                    leaf = Leaf(item["trace_id"], item["version"], item["hash"])
+                    leaf.data()  # checks the version and the hash's form
+                except (ValueError, KeyError, TypeError, RecursionError):
+                    raise InputError(f"{path} line {number} is not a checkpoint leaf",
+                                     code="invalid_checkpoint", path=str(path),
+                                     line=number) from None
+                out.append(leaf)
+    except FileNotFoundError:
+        raise InputError(f"{path} is missing: `tracestore checkpoint --out FILE` writes "
+                         "the leaves beside the checkpoint", code="file_not_found",
+                         path=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text", code="invalid_checkpoint",
+                         path=str(path)) from None
+    return out
 
 
 def check_signature(checkpoint: Checkpoint, key_path: Path | None) -> None:

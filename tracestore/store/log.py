@@ -3,14 +3,21 @@
 Contract (each point is tested in tests/test_store_*.py):
 
 * ``append`` writes a batch in ONE transaction: all of it or none of it.
-* Positions are assigned here, under the write lock, as ``head + 1, head + 2, …`` in the
-  order given.  Callers that must know positions in advance (the replay planner embeds
-  ``decided_at_position`` in payloads) read the head inside the same transaction through
-  ``append_with``.
+* Positions are assigned here as ``head + 1, head + 2, …`` in the order given: under
+  SQLite's write lock, or on PostgreSQL from a block reserved for the append
+  (``ts_reserve_positions``).  Callers that must know positions in advance (the replay
+  planner embeds ``decided_at_position`` in payloads) read the head inside the same
+  transaction through ``append_with``: a planned append.
+* Each event's trace version is its trace's last + 1, and its ``hash`` chains onto its
+  trace's last row (``chain.trace_chain_hash``).  On PostgreSQL an append of rows it was
+  given (``append_fresh_groups``, a recorder's) takes the append lock SHARED and a lock per
+  trace it writes, so appends to different traces never wait on each other; a planned
+  append takes the append lock exclusively (it alone picks the next positions).
 * Each event's stream version is the stream's current version + 1; an ``expected_versions``
   entry that does not match raises ``ExpectedVersionConflict``.
 * An event whose id is already stored is skipped and reported, never duplicated.
-* ``hash`` = sha256(previous hash + canonical bytes); ``verify`` recomputes the chain.
+* ``verify`` recomputes every trace's chain (and the global chain of rows stored before
+  the per-trace chains, migration 0006).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
     COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise, pg_last_row,
+    pg_result_sets, pg_text_array, pg_trace_append_sql,
 )
 from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
@@ -48,13 +56,25 @@ if TYPE_CHECKING:  # a SQLite file's appends run on a plain sqlite3 connection (
 __all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions", "Tap",
            "VerifyResult", "WriteView", "canonical_payload", "chain_hash", "database_error"]
 
-_PG_APPEND_LOCK = 7_245_001  # advisory lock key serialising PostgreSQL writers
+_PG_APPEND_LOCK = 7_245_001  # advisory lock: shared by recorder appends, exclusive otherwise
 # The lock and the head read in ONE round trip (``pg_last_row``): the head statement takes
 # its snapshot after the lock is granted, so it sees the previous holder's rows.
-_PG_LOCKED_HEAD_SQL = f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK}); {_HEAD_SQL}"
+_PG_LOCKED_HEAD_SQL = (f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK}); "
+                       f"SELECT pg_current_xact_id(); {_HEAD_SQL}")
+# After a planned append: the position sequence moves past what it wrote (still under the
+# exclusive lock, so no reservation runs meanwhile).
+_PG_ADVANCE_SQL = (
+    "SELECT setval('ts_events_position_seq', m) FROM (SELECT max(position) AS m "
+    "FROM ts_events) AS head, ts_events_position_seq AS seq "
+    "WHERE m > CASE WHEN seq.is_called THEN seq.last_value ELSE 0 END")
+_TRACE_HEAD_SQL = {True: "SELECT trace_version, hash FROM ts_events WHERE trace_id IS NULL "
+                         "ORDER BY position DESC LIMIT 1",
+                   False: "SELECT trace_version, hash FROM ts_events WHERE trace_id = {mark} "
+                          "ORDER BY position DESC LIMIT 1"}
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
 _COPY_EVENTS_SQL = ("COPY ts_events (position, id, stream, version, type, schema_version, "
-                    "recorded_at, trace_id, payload, hash) FROM STDIN")
+                    "recorded_at, trace_id, payload, hash, trace_version) FROM STDIN")
+Heads = dict  # trace id (None: the store's own) -> (trace version, hash) of its last row
 
 
 def _given(events: Sequence[NewEvent], blobs: Sequence[bytes],
@@ -107,7 +127,8 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         "Whether the server orders ids by their bytes (PostgreSQL; asked on first need)."
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
-            f"recorded_at, trace_id, payload, hash) VALUES ({', '.join([mark] * 10)})")
+            f"recorded_at, trace_id, payload, hash, trace_version) "
+            f"VALUES ({', '.join([mark] * 11)})")
         if migrate_schema and not current and create and self._created_here():
             current = True
         if migrate_schema and not current:
@@ -154,9 +175,28 @@ class EventStore(StoreConnections, LogReads, RowsIO):
     def append(self, new_events: Iterable[NewEvent], *,
                expected_versions: Mapping[str, int] | None = None,
                blob_data: Sequence[bytes] = ()) -> AppendResult:
-        """Append events (and store blobs) in one transaction."""
-        return self.append_with(lambda _view: (list(new_events), list(blob_data)),
-                                expected_versions=expected_versions)
+        """Append events (and store blobs) in one transaction.  On PostgreSQL, events
+        that all name their trace are appended as a recorder's are (their traces' locks,
+        the append lock shared): a release decision does not wait on other traces."""
+        batch = list(new_events)
+        if self._dialect != "postgresql" or not batch or \
+                any(e.trace_id is None for e in batch):
+            return self.append_with(lambda _view: (batch, list(blob_data)),
+                                    expected_versions=expected_versions)
+        return self._append_to_traces(batch, list(blob_data), expected_versions or {})
+
+    @outlasting
+    def _append_to_traces(self, batch: list[NewEvent], blob_data: list[bytes],
+                          expected: Mapping[str, int]) -> AppendResult:
+        try:
+            with paused_gc(), self._write_transaction() as conn:
+                head, heads = self._locked_traces(conn, [(None, batch, None, blob_data)])
+                return self._append_in(conn, _given(batch, blob_data), expected, None,
+                                       head, heads)
+        except integrity_errors() as exc:
+            raise _refused(exc) from exc
+        except driver_errors() as exc:
+            raise database_error(exc, self.url, "during append") from exc
 
     @outlasting
     def append_with(
@@ -173,7 +213,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         try:
             with paused_gc(), self._write_transaction() as conn:
                 head = self._locked_head(conn)
-                return self._append_in(conn, build, expected_versions or {}, tap, head)
+                result = self._append_in(conn, build, expected_versions or {}, tap, head)
+                self._advance_positions(conn)
+                return result
         except integrity_errors() as exc:
             raise _refused(exc) from exc
         except driver_errors() as exc:
@@ -205,6 +247,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                         return result
 
                     outcomes.append(_savepointed(conn, run))
+                self._advance_positions(conn)
         except driver_errors() as exc:
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
@@ -236,6 +279,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     if isinstance(outcome, TracestoreError):
                         failed[key] = outcome
                     outcomes.append(outcome)
+                self._advance_positions(conn)
         except driver_errors() as exc:
             raise database_error(exc, self.url, "during append") from exc
         return outcomes
@@ -268,9 +312,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         for attempt in (0, 1):
             try:
                 with paused_gc(), self._write_transaction() as conn:
-                    head = self._locked_head(conn)
+                    head, heads = self._locked_traces(conn, groups)
                     outcome = self._append_fresh_in(conn, groups, known if attempt == 0
-                                                    else {}, head)
+                                                    else {}, head, heads)
             except integrity_errors():
                 continue  # a version moved on behind the caller's memory: read them all
             except _Unexpected:
@@ -295,7 +339,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
                                                        Mapping[str, int] | None,
                                                        Sequence[bytes]]],
-        known: Mapping[str, int], head: tuple[int, str],
+        known: Mapping[str, int], head: int, heads: Heads,
     ) -> tuple[list[AppendResult], dict[str, int]]:
         """The single insert of ``append_fresh_groups`` (``_Unexpected`` when an expected
         version does not hold: nothing is written)."""
@@ -309,7 +353,8 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             versions.update(conn.exec_driver_sql(
                 f"SELECT stream, MAX(version) FROM ts_events WHERE stream IN "
                 f"({', '.join([mark] * len(chunk))}) GROUP BY stream", tuple(chunk)).all())
-        position, prev_hash = head
+        position = head
+        self._load_heads(conn, heads, {e.trace_id for _, batch, _, _ in groups for e in batch})
         recorded_at = utc_now()
         stored_blobs = iter(self._put_fresh_blobs(conn, [b for *_, blob_data in groups
                                                          for b in blob_data]))
@@ -329,15 +374,19 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     versions[stream] = version
                     schema_version = SCHEMA_VERSIONS[type_name]
                     trace_id = new.trace_id
-                    # ``chain_hash``, inlined as in ``_insert`` (``verify`` recomputes it)
-                    hasher = sha256(f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}"
-                                    f"\x1f{version}\x1f{type_name}\x1f{schema_version}"
-                                    f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
+                    trace_version, prev_hash = heads[trace_id]
+                    trace_version += 1
+                    # ``trace_chain_hash``, inlined as in ``_insert`` (``verify`` recomputes it)
+                    hasher = sha256(f"{prev_hash}\x1f{position}\x1f{trace_version}\x1f"
+                                    f"{event_id}\x1f{stream}\x1f{version}\x1f{type_name}"
+                                    f"\x1f{schema_version}\x1f{recorded_at}"
+                                    f"\x1f{trace_id or ''}\x1f".encode())
                     hasher.update(payload_bytes)
                     digest = hasher.hexdigest()
                     put((position, event_id, stream, version, type_name, schema_version,
-                         recorded_at, trace_id, payload_bytes.decode("utf-8"), digest))
-                    prev_hash = digest
+                         recorded_at, trace_id, payload_bytes.decode("utf-8"), digest,
+                         trace_version))
+                    heads[trace_id] = (trace_version, digest)
                 shas = tuple(next(stored_blobs) for _ in blob_data)
                 results.append(AppendResult(Positions(first, position + 1 - first), (), shas))
         return results, versions
@@ -372,26 +421,68 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK})")
 
-    def _locked_head(self, conn: Connection) -> tuple[int, str]:
-        """Take the write lock and read the head: ``(position, hash)``."""
+    def _locked_head(self, conn: Connection) -> int:
+        """Take the write lock (exclusive) and read the head position."""
         if self._dialect != "postgresql":  # BEGIN IMMEDIATE took SQLite's write lock
-            return self._head(conn)
+            return self._head(conn)[0]
         row = pg_last_row(conn, _PG_LOCKED_HEAD_SQL)
-        return (0, GENESIS_HASH) if row is None else (row[0], row[1])
+        return 0 if row is None else int(row[0])
+
+    def _advance_positions(self, conn: Connection) -> None:
+        """After a planned append on PostgreSQL: reservations continue past its rows."""
+        if self._dialect == "postgresql":
+            conn.exec_driver_sql(_PG_ADVANCE_SQL)
+
+    def _locked_traces(self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
+                                                                     Any, Any]],
+                       ) -> tuple[int, Heads]:
+        """Lock what an append of given rows needs: ``(head position, trace heads)``.
+
+        On PostgreSQL, when every row names its trace, ONE round trip takes the append
+        lock shared, the traces' own locks, a block of positions and the traces' heads
+        (``pg_trace_append_sql``).  Otherwise (SQLite; a row of the store's own chain) the
+        write lock is taken whole and the heads are read as the rows need them."""
+        traces = sorted({e.trace_id for _, batch, _, _ in groups for e in batch},
+                        key=lambda t: (t is None, t or ""))
+        if self._dialect != "postgresql" or not traces or traces[-1] is None:
+            return self._locked_head(conn), {}
+        rows = sum(len(batch) for _, batch, _, _ in groups)
+        literal = pg_text_array(conn, traces)
+        *_, reserved, heads = pg_result_sets(
+            conn, pg_trace_append_sql(_PG_APPEND_LOCK, literal, rows))
+        return int(reserved[0][0]) - 1, {
+            trace: (0, GENESIS_HASH) if version is None else (int(version), digest)
+            for trace, version, digest in heads}
+
+    def _load_heads(self, conn: Connection, heads: Heads,
+                    traces: Iterable[str | None]) -> None:
+        """Read into ``heads`` the last row's (trace version, hash) of each of ``traces``
+        not there yet: one indexed look-up each (``(trace_id, position)``)."""
+        for trace in traces:
+            if trace in heads:
+                continue
+            if trace is None:
+                row = conn.exec_driver_sql(_TRACE_HEAD_SQL[True]).first()
+            else:
+                sql = _TRACE_HEAD_SQL[False].format(mark=self._mark)
+                row = conn.exec_driver_sql(sql, (trace,)).first()
+            heads[trace] = (0, GENESIS_HASH) if row is None else (int(row[0]), row[1])
 
     def _append_in(self, conn: Connection,
                    build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
                    expected: Mapping[str, int], tap: Tap | None = None,
-                   head: tuple[int, str] | None = None) -> AppendResult:
-        """One append in the caller's locked transaction; ``head`` when it was read under
-        the lock just now (else it is read here)."""
-        head_position, head_hash = head if head is not None else self._head(conn)
+                   head: int | None = None, heads: Heads | None = None) -> AppendResult:
+        """One append in the caller's locked transaction; ``head`` (position) when it was
+        read under the lock just now (else it is read here), ``heads`` the trace heads
+        read with it."""
+        head_position = head if head is not None else self._head(conn)[0]
+        heads = {} if heads is None else heads
         view = WriteView(conn, head_position, utc_now(), self)
         batch, blob_data = build(view)
         stored_blobs = self._put_blobs(conn, blob_data)
         heard = tap.written if tap is not None else None
-        written, skipped, last_hash = self._insert(conn, batch, expected, head_position,
-                                                   head_hash, view.recorded_at, heard)
+        written, skipped = self._insert(conn, batch, expected, head_position, heads,
+                                        view.recorded_at, heard)
         result = AppendResult(Positions(head_position + 1, written), tuple(skipped),
                               tuple(stored_blobs))
         if tap is None:
@@ -399,7 +490,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         more = tap.then(view, result)
         if more:
             after = head_position + written
-            count, _, _ = self._insert(conn, more, {}, after, last_hash, view.recorded_at)
+            count, _ = self._insert(conn, more, {}, after, heads, view.recorded_at)
             result = dataclasses.replace(result, followed=Positions(after + 1, count))
         settled = getattr(tap, "settled", None)  # optional: everything is written
         if settled is not None:
@@ -425,14 +516,15 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         return found
 
     def _insert(self, conn: Connection, batch: Iterable[NewEvent | SerializedEvent],
-                expected: Mapping[str, int], head_position: int, head_hash: str,
+                expected: Mapping[str, int], head_position: int, heads: Heads,
                 recorded_at: str, heard: Callable[..., None] | None = None,
-                ) -> tuple[int, list[str], str]:
+                ) -> tuple[int, list[str]]:
         """Write ``batch`` in chunks of ``_APPEND_CHUNK`` rows, all in the caller's
         transaction: a lazily planned ingest of a million events never exists in memory
-        at once, and the chain, versions and idempotence carry across chunks.  Returns how
-        many rows were written (at ``head_position + 1 …``), the ids skipped and the last
-        hash.  ``heard(position, version, new, digest)`` is called for each row written."""
+        at once, and the chains, versions and idempotence carry across chunks.  Returns how
+        many rows were written (at ``head_position + 1 …``) and the ids skipped; ``heads``
+        (each trace's last version and hash) is read as needed and kept up to date.
+        ``heard(position, version, new, digest)`` is called for each row written."""
         versions = self._stream_versions(conn, sorted(expected))
         for stream, want in expected.items():
             have = versions.get(stream, 0)
@@ -444,8 +536,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         known_streams = set(expected)
         skipped: list[str] = []
         seen: set[str] = set()
-        position, prev_hash = head_position, head_hash
+        position = head_position
         for chunk in _chunks(batch, _APPEND_CHUNK):
+            self._load_heads(conn, heads, {e.trace_id for e in chunk})
             existing = self._existing_ids(conn, [e.id for e in chunk if not e.fresh_id])
             fresh_streams = sorted({e.stream for e in chunk} - known_streams)
             versions.update(self._stream_versions(conn, fresh_streams))
@@ -474,19 +567,23 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     versions[stream] = version
                     schema_version = SCHEMA_VERSIONS[type_name]
                     trace_id = new.trace_id
-                    # ``chain_hash``, inlined (a call per row was ~5% of a large ingest):
-                    # the same fields, separators and payload bytes (``verify`` recomputes it).
-                    hasher = sha256(f"{prev_hash}\x1f{position}\x1f{event_id}\x1f{stream}"
-                                    f"\x1f{version}\x1f{type_name}\x1f{schema_version}"
-                                    f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
+                    trace_version, prev_hash = heads[trace_id]
+                    trace_version += 1
+                    # ``trace_chain_hash``, inlined (a call per row was ~5% of a large
+                    # ingest): the same fields, separators and payload bytes.
+                    hasher = sha256(f"{prev_hash}\x1f{position}\x1f{trace_version}\x1f"
+                                    f"{event_id}\x1f{stream}\x1f{version}\x1f{type_name}"
+                                    f"\x1f{schema_version}\x1f{recorded_at}"
+                                    f"\x1f{trace_id or ''}\x1f".encode())
                     hasher.update(payload_bytes)
                     digest = hasher.hexdigest()
                     put((position, event_id, stream, version, type_name, schema_version,
-                         recorded_at, trace_id, payload_bytes.decode("utf-8"), digest))
-                    prev_hash = digest
+                         recorded_at, trace_id, payload_bytes.decode("utf-8"), digest,
+                         trace_version))
+                    heads[trace_id] = (trace_version, digest)
                     if heard is not None:
                         heard(position, version, new, digest)
-        return position - head_position, skipped, prev_hash
+        return position - head_position, skipped
 
     @contextmanager
     def _row_sink(self, conn: Connection, size: int) -> Iterator[Callable[[tuple[Any, ...]], None]]:

@@ -132,3 +132,72 @@ def pg_existing_ids(conn: Connection, ids: Sequence[str], *, bytewise: bool = Fa
                                           (chunk,))
         found.update(result.scalars())
     return found
+
+
+def pg_result_sets(conn: Connection, sql: str) -> list[list[tuple[Any, ...]]]:
+    """Every statement's rows of ``sql`` (several statements, no parameters), sent as ONE
+    simple-query message in ``conn``'s transaction, as ``pg_last_row`` sends them; a
+    statement returning no rows gives ``[]``.  Errors are raised as ``pg_last_row``'s."""
+    import psycopg
+
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    out: list[list[tuple[Any, ...]]] = []
+    try:
+        with driver.cursor() as cursor:
+            cursor.execute(sql)
+            while True:
+                out.append(cursor.fetchall() if cursor.description is not None else [])
+                if not cursor.nextset():
+                    return out
+    except psycopg.Error as exc:
+        from sqlalchemy.exc import DBAPIError
+
+        lost = conn.dialect.is_disconnect(exc, driver, None)  # type: ignore[arg-type]
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(sql, None, exc, psycopg.Error, dialect=conn.dialect,
+                                  connection_invalidated=lost) from exc
+
+
+def pg_text_array(conn: Connection, values: Sequence[str]) -> str:
+    """``values`` as a quoted ``text[]`` literal for a parameterless statement."""
+    from psycopg import sql
+
+    driver = conn.connection.driver_connection
+    assert driver is not None
+    return f"{sql.Literal(list(values)).as_string(driver)}::text[]"
+
+
+def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
+    """The one message that opens an append to known traces (``EventStore``'s recorder
+    path): the append lock SHARED (a planned append takes it exclusively), each trace's
+    own lock in one order (two writers of overlapping traces never deadlock), a block of
+    ``rows`` positions with the transaction id (``ts_reserve_positions``, after the
+    trace locks so a trace's positions rise with its versions), then each trace's head
+    (version and hash of its last row; NULLs for a new trace)."""
+    return (f"SELECT pg_advisory_xact_lock_shared({lock}); "
+            f"SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
+            f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
+            f"SELECT ts_reserve_positions({int(rows)}); "
+            f"SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
+            "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
+            "WHERE trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
+
+
+def pg_settled_condition(column: str = "txid") -> str:
+    """A condition on ``ts_events`` rows keeping those a reader paging by position may
+    pass (``LogReads.settled_sql``): written by a transaction older than every write
+    transaction of THIS database still open when the statement's snapshot was taken.
+
+    ``pg_snapshot_xip`` lists the transactions in progress at the snapshot, in every
+    database of the server; one still running in another database cannot be appending
+    here and is left out (a transaction that ended since the snapshot is kept, whichever
+    database it wrote: it may have been an append).  Evaluated once per statement, in the
+    statement's own snapshot."""
+    return (
+        f"({column} IS NULL OR {column} < coalesce((SELECT min(x::text::bigint) FROM "
+        "pg_snapshot_xip(pg_current_snapshot()) AS x WHERE NOT EXISTS (SELECT 1 FROM "
+        "pg_stat_activity a WHERE a.datname <> current_database() AND "
+        "a.backend_xid::text::bigint = mod(x::text::bigint, 4294967296))), "
+        "pg_snapshot_xmax(pg_current_snapshot())::text::bigint))")

@@ -92,9 +92,13 @@ class LogReads:
 
     url: str
     _mark: str
+    _dialect: str
     if TYPE_CHECKING:  # supplied by StoreConnections (a lazily built engine)
         @property
         def _reader(self) -> Engine: ...
+
+        def fetch_driver(self, sql: str, params: Sequence[Any] = (), *,
+                         during: str = "in a read") -> list[tuple[Any, ...]]: ...
 
     def _head(self, conn: Connection) -> tuple[int, str]:
         row = conn.exec_driver_sql(_HEAD_SQL).first()
@@ -122,18 +126,21 @@ class LogReads:
             # reading one attempt pays neither; the indexes are the same)
             sql, params = self._read_sql(stream=stream, trace_id=trace_id,
                                          attempt_id=attempt_id, after=after, upto=upto,
-                                         limit=limit)
+                                         limit=limit, settled=True)
             times: dict[str, dt.datetime] = {}
             return [_stored_from_row(row, times)
                     for row in fetch(sql, params, during="in read")]
         with self._reader.connect() as conn:
             return self._read(conn, stream=stream, trace_id=trace_id, attempt_id=attempt_id,
-                              after=after, upto=upto, limit=limit)
+                              after=after, upto=upto, limit=limit, settled=True)
 
     def _read_sql(self, *, stream: str | None, trace_id: str | None, attempt_id: str | None,
-                  after: int, upto: int | None, limit: int | None,
+                  after: int, upto: int | None, limit: int | None, settled: bool = False,
                   ) -> tuple[str, list[str | int]]:
-        """``read``'s one driver statement and its parameters."""
+        """``read``'s one driver statement and its parameters.  ``settled``: a read
+        outside any write transaction, across traces, stops below the oldest open
+        transaction on PostgreSQL (``settled_sql``), so paging by position never steps
+        over a row that commits later."""
         from tracestore.events import attempt_stream
 
         if attempt_id is not None:
@@ -145,16 +152,19 @@ class LogReads:
             if value is not None:
                 where.append(f"{column} {op} {mark}")
                 params.append(value)
+        if settled and stream is None and trace_id is None:
+            where.append(self.settled_sql())
         sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE {' AND '.join(where)} "
                "ORDER BY position" + (f" LIMIT {int(limit)}" if limit is not None else ""))
         return sql, params
 
     def _read(self, conn: Connection, *, stream: str | None = None,
               trace_id: str | None = None, attempt_id: str | None = None, after: int = 0,
-              upto: int | None = None, limit: int | None = None) -> list[StoredEvent]:
+              upto: int | None = None, limit: int | None = None,
+              settled: bool = False) -> list[StoredEvent]:
         """``read`` on ``conn`` (inside its transaction)."""
         sql, params = self._read_sql(stream=stream, trace_id=trace_id, attempt_id=attempt_id,
-                                     after=after, upto=upto, limit=limit)
+                                     after=after, upto=upto, limit=limit, settled=settled)
         times: dict[str, dt.datetime] = {}
         return [_stored_from_row(row, times)
                 for row in conn.exec_driver_sql(sql, tuple(params)).all()]
@@ -174,6 +184,54 @@ class LogReads:
             after = batch[-1].position
             if remaining is not None:
                 remaining -= len(batch)
+
+    def settled_sql(self, alias: str = "") -> str:
+        """A condition keeping the rows every later reader will also see below them.
+
+        PostgreSQL positions are reserved per append and appends to different traces
+        commit in any order, so a row at position 100 may commit after one at 106.  Rows
+        written by a transaction older than the oldest one still open (in this
+        database: ``pg_bulk.pg_settled_condition``) are final, and
+        ``ts_reserve_positions`` hands out positions in transaction order, so those rows
+        are a prefix of the position order: a reader that stops there and resumes after
+        the last position it read misses nothing.  Rows within one trace commit in
+        position order (the trace's lock), so a read of one trace needs no such bound.
+        SQLite commits one writer at a time, in position order: always true."""
+        if self._dialect != "postgresql":
+            return "1 = 1"
+        from tracestore.store.pg_bulk import pg_settled_condition
+
+        return pg_settled_condition(f"{alias}.txid" if alias else "txid")
+
+    def tree_leaves(self, position: int) -> list[Any]:
+        """Every trace's head as of ``position`` as tree leaves, in tree order
+        (``store.tree_head``): the leaves a checkpoint at ``position`` signs."""
+        from tracestore.store.tree_head import leaves
+
+        mark = self._mark
+        rows = self.fetch_driver(
+            "SELECT e.trace_id, e.trace_version, e.hash FROM ts_events e JOIN (SELECT "
+            "max(position) AS p FROM ts_events WHERE position <= "
+            f"{mark} GROUP BY coalesce(trace_id, '')) h ON e.position = h.p",
+            (position,), during="reading the trace heads")
+        return leaves({trace: (int(version), digest) for trace, version, digest in rows})
+
+    def trace_rows(self, trace_id: str | None, *, batch_size: int = 5000,
+                   ) -> Iterator[tuple[Any, ...]]:
+        """One trace's rows in order: (position, id, stream, version, type, schema_version,
+        recorded_at, trace_id, payload, hash, trace_version), a batch at a time."""
+        mark = self._mark
+        where = "trace_id IS NULL" if trace_id is None else f"trace_id = {mark}"
+        sql = (f"SELECT {ROW_COLUMNS}, trace_version FROM ts_events WHERE {where} AND "
+               f"position > {mark} ORDER BY position LIMIT {int(batch_size)}")
+        last = 0
+        while True:
+            params = (last,) if trace_id is None else (trace_id, last)
+            rows = self.fetch_driver(sql, params, during="reading a trace")
+            yield from rows
+            if len(rows) < batch_size:
+                return
+            last = rows[-1][0]
 
     @_translated
     def head_position(self) -> int:

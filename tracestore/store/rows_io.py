@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import InputError, StoreError
 from tracestore.store.bulk import paused_gc
-from tracestore.store.chain import GENESIS_HASH, chain_hash
+from tracestore.store.chain import GENESIS_HASH, chain_hash, trace_chain_hash
 from tracestore.store.dberrors import driver_message, integrity_errors
 
 if TYPE_CHECKING:
@@ -30,6 +30,8 @@ class RowsIO:
         def _writer(self) -> Engine: ...
         def _head(self, conn: Connection) -> tuple[int, str]: ...
         def _write_rows(self, conn: Connection, rows: list[tuple[Any, ...]]) -> None: ...
+        def settled_sql(self, alias: str = "") -> str: ...
+
         def fetch_driver(self, sql: str, params: tuple[Any, ...], *,
                          during: str) -> list[Any]: ...
 
@@ -85,29 +87,44 @@ class RowsIO:
         from tracestore.store.reads import ROW_COLUMNS, _COLUMN_NAMES
 
         mark = self._mark
-        sql = (f"SELECT {ROW_COLUMNS} FROM ts_events WHERE position > {mark}"
-               + (f" AND trace_id = {mark}" if trace_id is not None else "")
+        names = (*_COLUMN_NAMES, "trace_version")
+        sql = (f"SELECT {ROW_COLUMNS}, trace_version FROM ts_events WHERE position > {mark}"
+               + (f" AND trace_id = {mark}" if trace_id is not None
+                  else f" AND {self.settled_sql()}")
                + f" ORDER BY position LIMIT {int(batch_size)}")
         last = 0
         while True:
             params = (last,) if trace_id is None else (last, trace_id)
             rows = self.fetch_driver(sql, params, during="in iter_rows")
             for row in rows:
-                yield dict(zip(_COLUMN_NAMES, row))
+                yield dict(zip(names, row))
             if len(rows) < batch_size:
                 return
             last = rows[-1][0]
 
-    def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
-                    *, same_hashes: bool, batch_size: int = 1000) -> tuple[int, str]:
-        """Load exported rows into an EMPTY store in one transaction; (count, head hash).
+    def legacy_chain_end(self) -> int:
+        """The last position hashed by the global chain (rows stored before per-trace
+        chains, migration 0006); 0 when every row is on its trace's chain."""
+        rows = self.fetch_driver("SELECT value FROM ts_meta WHERE key = 'legacy_chain_end'",
+                                 (), during="reading the store's chain marker")
+        return int(rows[0][0]) if rows else 0
 
-        Ids, streams, versions, recorded-at times and payload text are kept as given;
-        positions are numbered from 1 in the order given and the chain is computed anew.
-        With ``same_hashes`` (a complete, unredacted export) every recomputed hash must
-        equal the exported one, so the imported log is the exported log, byte for byte.
+    def import_rows(self, rows: Iterable[Mapping[str, Any]], blob_data: Iterable[bytes] = (),
+                    *, same_hashes: bool, batch_size: int = 1000,
+                    legacy_chain_end: int = 0) -> tuple[int, str]:
+        """Load exported rows into an EMPTY store in one transaction; (count, last hash).
+
+        Ids, streams, versions, recorded-at times and payload text are kept as given.
+        With ``same_hashes`` (a complete, unredacted export) positions are kept too, rows
+        up to ``legacy_chain_end`` are hashed on the global chain they were written with and
+        later ones on their trace's chain, and every recomputed hash must equal the
+        exported one: the imported log is the exported log, byte for byte.  Otherwise
+        positions are numbered from 1 in the order given and every row goes on its trace's
+        chain.
         """
-        count, prev_hash = 0, GENESIS_HASH
+        count, digest = 0, GENESIS_HASH
+        global_prev = GENESIS_HASH
+        heads: dict[str | None, tuple[int, str]] = {}
         try:
             with paused_gc(), self._writer.begin() as conn:
                 if self._head(conn)[0] != 0:
@@ -116,25 +133,46 @@ class RowsIO:
                 batch: list[tuple[Any, ...]] = []
                 for row in rows:
                     count += 1
-                    digest = chain_hash(prev_hash, count, row["id"], row["stream"],
-                                        row["version"], row["type"], row["schema_version"],
-                                        row["recorded_at"], row["trace_id"],
-                                        row["payload"].encode("utf-8"))
+                    position = row["position"] if same_hashes else count
+                    trace = row["trace_id"]
+                    trace_version = heads.get(trace, (0, ""))[0] + 1
+                    args = (row["id"], row["stream"], row["version"], row["type"],
+                            row["schema_version"], row["recorded_at"], trace,
+                            row["payload"].encode("utf-8"))
+                    if position <= legacy_chain_end:
+                        digest = global_prev = chain_hash(global_prev, position, *args)
+                    else:
+                        prev = heads.get(trace, (0, GENESIS_HASH))[1]
+                        digest = trace_chain_hash(prev, position, trace_version, *args)
                     if same_hashes and digest != row["hash"]:
                         raise InputError(f"event {count} of the export does not hash to its "
                                          "recorded hash: the file was changed",
-                                         code="export_hash_mismatch", position=count)
-                    batch.append((count, row["id"], row["stream"], row["version"],
+                                         code="export_hash_mismatch", position=position)
+                    heads[trace] = (trace_version, digest)
+                    batch.append((position, row["id"], row["stream"], row["version"],
                                   row["type"], row["schema_version"], row["recorded_at"],
-                                  row["trace_id"], row["payload"], digest))
-                    prev_hash = digest
+                                  trace, row["payload"], digest, trace_version))
                     if len(batch) >= batch_size:
                         self._write_rows(conn, batch)
                         batch = []
                 if batch:
                     self._write_rows(conn, batch)
                 self._put_blobs(conn, list(blob_data))
+                self._mark_legacy_end(conn, legacy_chain_end if same_hashes else 0,
+                                      global_prev if same_hashes and legacy_chain_end else "")
         except integrity_errors() as exc:
             raise StoreError(f"the database refused the import: {driver_message(exc)}",
                              code="import_refused") from exc
-        return count, prev_hash
+        return count, digest
+
+    def _mark_legacy_end(self, conn: Connection, end: int, head: str) -> None:
+        """Record where an imported store's global chain ends and its hash there (and the
+        position sequence on PostgreSQL continues past the imported rows)."""
+        mark = self._mark
+        for key, value in (("legacy_chain_end", str(end)), ("legacy_chain_head", head)):
+            conn.exec_driver_sql(f"UPDATE ts_meta SET value = {mark} WHERE key = {mark}",
+                                 (value, key))
+        if self._dialect == "postgresql":
+            conn.exec_driver_sql("SELECT setval('ts_events_position_seq', m) FROM "
+                                 "(SELECT max(position) AS m FROM ts_events) AS h "
+                                 "WHERE m IS NOT NULL")

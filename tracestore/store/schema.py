@@ -7,6 +7,7 @@ migration in ``migrations/versions``.  Nothing here creates tables.
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Column,
     Index,
     Integer,
@@ -20,9 +21,14 @@ from sqlalchemy import (
 
 metadata = MetaData()
 
-# One row per event.  ``position`` is the single global order (assigned by the store under
-# the write lock, so it is contiguous); (stream, version) is unique, which is what makes
-# expected-version appends safe; ``hash`` chains each row to the previous one.
+# One row per event.  ``position`` is a global order for paging and export (contiguous on
+# SQLite, reserved per append from a sequence on PostgreSQL, where a rolled-back append
+# leaves a gap); ``trace_version`` is the trace's own contiguous order, unique per trace
+# (an expression index on coalesce(trace_id, ''), migration 0006); (stream, version) is
+# unique, which is what makes expected-version appends safe; ``hash`` chains each row to
+# the previous row of its trace (``chain.trace_chain_hash``), or, for rows stored before
+# migration 0006, to the previous row of the store (``chain.chain_hash``).  ``txid`` is the
+# writing transaction on PostgreSQL (NULL on SQLite), for readers that page by position.
 events = Table(
     "ts_events",
     metadata,
@@ -36,6 +42,8 @@ events = Table(
     Column("trace_id", String(255), nullable=True),
     Column("payload", Text, nullable=False),
     Column("hash", String(64), nullable=False),
+    Column("trace_version", Integer, nullable=False, server_default="0"),
+    Column("txid", BigInteger, nullable=True),
     UniqueConstraint("stream", "version", name="uq_ts_events_stream_version"),
     Index("ix_ts_events_trace_position", "trace_id", "position"),
 )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The revision ``STATEMENTS`` were dumped at (``migrate.SCHEMA_HEAD`` when current).
-REVISION = "0005"
+REVISION = "0006"
 
 STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
     (
@@ -36,7 +36,8 @@ STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
         '\trecorded_at VARCHAR(40) NOT NULL, \n'
         '\ttrace_id VARCHAR(255), \n'
         '\tpayload TEXT NOT NULL, \n'
-        '\thash VARCHAR(64) NOT NULL, \n'
+        "\thash VARCHAR(64) NOT NULL, trace_version INTEGER DEFAULT '0' NOT NULL, txid BIG"
+        'INT, \n'
         '\tPRIMARY KEY (position), \n'
         '\tCONSTRAINT uq_ts_events_stream_version UNIQUE (stream, version), \n'
         '\tUNIQUE (id)\n'
@@ -182,8 +183,13 @@ STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
         'xt\n'
         'FROM ts_events w\n'
         "WHERE w.type = 'destination.written'", ()),
-    ('INSERT INTO "alembic_version" VALUES (?)', ('0005',)),
+    (
+        'CREATE UNIQUE INDEX uq_ts_events_trace_version ON ts_events ((coalesce(trace_id,'
+        " '')), trace_version)", ()),
+    ('INSERT INTO "alembic_version" VALUES (?)', ('0006',)),
     ('INSERT INTO "ts_meta" VALUES (?, ?)', ('format', 'tracestore-eventlog-1')),
+    ('INSERT INTO "ts_meta" VALUES (?, ?)', ('legacy_chain_end', '0')),
+    ('INSERT INTO "ts_meta" VALUES (?, ?)', ('legacy_chain_head', '')),
 )
 
 
