@@ -178,3 +178,30 @@ def test_a_write_transaction_open_in_another_database_does_not_hold_reads_back(
     finally:
         other.rollback()
         other.close()
+
+
+def test_opening_a_trace_takes_only_its_own_lock(store: EventStore) -> None:
+    from tracestore import Recorder
+
+    held = HeldAppend(store, "c", 2)
+    with Recorder(store.url) as recorder:
+        opened = threading.Thread(target=lambda: recorder.trace("d", task=None))
+        opened.start()
+        opened.join(HANG_GUARD_S)
+        assert not opened.is_alive()
+    assert [e.event.type for e in store.read(trace_id="d")] == ["trace.opened"]
+    held.release()
+    assert store.verify().ok
+
+
+def test_a_build_declared_for_one_trace_cannot_write_another(store: EventStore) -> None:
+    from tracestore.errors import StoreError
+    from tracestore.events import NewEvent
+
+    event = NewEvent(attempt_stream("e"), FrameReceived(
+        attempt_id="e", api="openai-responses",
+        native={"type": "response.output_text.delta", "delta": "x"}), trace_id="e")
+    with pytest.raises(StoreError) as caught:
+        store.append_with(lambda view: ([event], []), traces=["d"])
+    assert caught.value.code == "append_refused"
+    assert store.read() == []

@@ -189,7 +189,7 @@ class Recorder:
             return [e for e in bound if not view.has_event(e.id)], []
 
         with self.lock:
-            self.store.append_with(build)
+            self.store.append_with(build, traces=[trace_id])
         return TraceRecorder(self, trace_id)
 
     def turn(self, trace_id: str, **trace_options: Any) -> Any:

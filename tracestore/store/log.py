@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
     COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise, pg_last_row,
-    pg_result_sets, pg_text_array, pg_trace_append_sql,
+    pg_result_sets, pg_text_array, pg_trace_append_sql, pg_trace_lock_sql,
 )
 from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
@@ -179,20 +179,35 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         that all name their trace are appended as a recorder's are (their traces' locks,
         the append lock shared): a release decision does not wait on other traces."""
         batch = list(new_events)
-        if self._dialect != "postgresql" or not batch or \
-                any(e.trace_id is None for e in batch):
-            return self.append_with(lambda _view: (batch, list(blob_data)),
-                                    expected_versions=expected_versions)
-        return self._append_to_traces(batch, list(blob_data), expected_versions or {})
+        traces = {e.trace_id for e in batch}
+        return self.append_with(
+            lambda _view: (batch, list(blob_data)), expected_versions=expected_versions,
+            traces=None if None in traces or not batch else sorted(t or "" for t in traces))
 
-    @outlasting
-    def _append_to_traces(self, batch: list[NewEvent], blob_data: list[bytes],
-                          expected: Mapping[str, int]) -> AppendResult:
+    def _append_to_traces(
+        self, build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
+        expected: Mapping[str, int], traces: Sequence[str],
+    ) -> AppendResult:
+        """``append_with(..., traces=)`` on PostgreSQL: the traces' locks and heads in one
+        message, the build, then its positions reserved (``ts_reserve_positions``) and its
+        rows written.  An event of another trace is refused (``append_refused``): it
+        would be written without its trace's lock."""
         try:
             with paused_gc(), self._write_transaction() as conn:
-                head, heads = self._locked_traces(conn, [(None, batch, None, blob_data)])
+                literal = pg_text_array(conn, sorted(set(traces)))
+                *_, rows = pg_result_sets(conn, pg_trace_lock_sql(_PG_APPEND_LOCK, literal))
+                heads: Heads = {trace: (0, GENESIS_HASH) if version is None
+                                else (int(version), digest) for trace, version, digest in rows}
+                view = WriteView(conn, 0, utc_now(), self)
+                built, blob_data = build(view)
+                batch = list(built)
+                if any(e.trace_id not in heads for e in batch):
+                    raise StoreError("an append declared for some traces holds an event of "
+                                     "another trace", code="append_refused")
+                first = conn.exec_driver_sql(
+                    f"SELECT ts_reserve_positions({max(len(batch), 1)})").scalar_one()
                 return self._append_in(conn, _given(batch, blob_data), expected, None,
-                                       head, heads)
+                                       int(first) - 1, heads)
         except integrity_errors() as exc:
             raise _refused(exc) from exc
         except driver_errors() as exc:
@@ -203,13 +218,21 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         self,
         build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
         *, expected_versions: Mapping[str, int] | None = None, tap: Tap | None = None,
+        traces: Sequence[str] | None = None,
     ) -> AppendResult:
         """Run ``build`` inside the write transaction, then append what it returns.
 
         ``build`` sees the head position, so it can plan positions ``head + 1 …``.
         ``tap`` (see ``Tap``) hears each event as it is written and may append more events
         after them in the same transaction (an ingest's release decisions).
+
+        ``traces``: the build writes only events of these traces and plans no position
+        (its view's ``head_position`` is 0): on PostgreSQL it then runs under those traces'
+        locks with the append lock shared, as a recorder's append does, and the positions
+        are reserved once the build has returned its events.
         """
+        if traces is not None and tap is None and self._dialect == "postgresql":
+            return self._append_to_traces(build, expected_versions or {}, traces)
         try:
             with paused_gc(), self._write_transaction() as conn:
                 head = self._locked_head(conn)

@@ -169,6 +169,17 @@ def pg_text_array(conn: Connection, values: Sequence[str]) -> str:
     return f"{sql.Literal(list(values)).as_string(driver)}::text[]"
 
 
+def pg_trace_lock_sql(lock: int, traces_literal: str) -> str:
+    """``pg_trace_append_sql`` without the positions: the locks, then the traces' heads
+    (for a build that must see its traces before it knows how many rows it writes)."""
+    return (f"SELECT pg_advisory_xact_lock_shared({lock}); "
+            f"SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
+            f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
+            f"SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
+            "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
+            "WHERE trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
+
+
 def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
     """The one message that opens an append to known traces (``EventStore``'s recorder
     path): the append lock SHARED (a planned append takes it exclusively), each trace's
