@@ -100,6 +100,23 @@ def test_the_process_writer_starts_on_posix_not_from_a_frozen_app(
     assert not process.can_start()  # Windows
 
 
+def test_the_pytest_plugin_keeps_the_thread_for_a_test_run_unless_told(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from tracestore.mock import pytest_plugin
+
+    monkeypatch.delenv("TRACESTORE_WRITER", raising=False)
+    pytest_plugin.pytest_configure(None)  # type: ignore[arg-type]
+    assert os.environ["TRACESTORE_WRITER"] == "thread"
+    pytest_plugin.pytest_unconfigure(None)  # type: ignore[arg-type]
+    assert "TRACESTORE_WRITER" not in os.environ
+    monkeypatch.setenv("TRACESTORE_WRITER", "auto")
+    pytest_plugin.pytest_configure(None)  # type: ignore[arg-type]
+    pytest_plugin.pytest_unconfigure(None)  # type: ignore[arg-type]
+    assert os.environ["TRACESTORE_WRITER"] == "auto"
+
+
 def test_a_sqlite_file_or_a_server_database_is_shareable_memory_is_not() -> None:
     assert process.shareable("sqlite:////tmp/app.db")
     assert process.shareable("sqlite:///app.db")
