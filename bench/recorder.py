@@ -7,7 +7,10 @@ recorded / plain, and how long after the request the writer thread had recorded 
 figures depend on the machine (SQLite commits cost a disk sync each).
 
     .venv/bin/python bench/recorder.py [--rounds 20] [--capture PATH] [--db PATH]
-        [--pace-ms MS --server-chunk BYTES] [--chat [--by-event]]
+        [--pace-ms MS --server-chunk BYTES] [--chat [--by-event]] [--writer thread]
+
+``--writer`` is the transport's writer: ``thread`` (this bench's figures), ``process`` or
+``auto`` (the package's default: the process writer for this SQLite file).
 
 ``--chat`` streams a Chat Completions capture through the real ``openai`` client
 (``chat.completions.create(stream=True)`` iterated to the end: the SDK stops at ``[DONE]``
@@ -82,6 +85,9 @@ def main() -> None:
                         help="the server sends one SSE event per chunk")
     parser.add_argument("--no-flush", action="store_true",
                         help="do not wait for the writer between requests")
+    parser.add_argument("--writer", choices=("thread", "process", "auto"), default="thread",
+                        help="the transport's writer (default: thread, as the figures in "
+                             "docs/explanation/performance.md)")
     args = parser.parse_args()
     if args.chat and args.capture == DEFAULT_CAPTURE:
         args.capture = CHAT_CAPTURE
@@ -102,7 +108,8 @@ def main() -> None:
         counter = iter(range(10**9))
         # One trace per request, as one question per trace: a trace's decisions are judged
         # over its own events only.
-        transport = RecordingTransport(lambda: rec.trace(f"bench-{next(counter)}"))
+        transport = RecordingTransport(lambda: rec.trace(f"bench-{next(counter)}"),
+                                       writer=args.writer)
         recorded = httpx2.Client(transport=transport)
         if args.chat:
             import openai
@@ -123,7 +130,7 @@ def main() -> None:
                 start = time.perf_counter()
                 times["recorded"].append(one_request(recorded, url))
                 if not args.no_flush:
-                    transport.flush()  # the writer thread finished recording this response
+                    transport.flush()  # the writer finished recording this response
                     settled.append(time.perf_counter() - start)
         transport.flush()
         assert not transport.failures, transport.failures
@@ -146,7 +153,7 @@ def main() -> None:
     print(f"  first chunk recorded - plain: median {statistics.median(deltas):+.2f} ms, "
           f"worst round {max(deltas):+.2f} ms")
     if settled:
-        print(f"  recording settled (writer thread done) {statistics.median(settled) * 1000:.2f}"
+        print(f"  recording settled (writer done) {statistics.median(settled) * 1000:.2f}"
               " ms after the request started: the store works behind the application")
 
 

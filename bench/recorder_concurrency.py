@@ -232,9 +232,10 @@ def main() -> None:
     parser.add_argument("--server-chunk", type=int, default=2048)
     parser.add_argument("--writer", nargs="+", choices=("thread", "process"),
                         default=["thread", "process"],
-                        help="the recorder's writer: a thread in the application (default "
-                             "transport) or a child process (writer='process'); both by "
-                             "default, one after the other")
+                        help="the recorder's writer: a thread in the application "
+                             "(writer='thread') or a child process (writer='process', the "
+                             "transport's default for a SQLite file); both by default, one "
+                             "after the other")
     parser.add_argument("--server-in-process", action="store_true",
                         help="serve the upstream from this process (the old setting)")
     args = parser.parse_args()

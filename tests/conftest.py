@@ -16,6 +16,12 @@ import pytest
 
 from tracestore.store.log import EventStore
 
+# The suite records with the writer thread unless a test asks for the process writer
+# (``writer="process"``, or ``writer="auto"`` with this variable set otherwise): one child
+# process per recording transport would outlive each test.  ``TRACESTORE_WRITER=auto pytest
+# tests/test_recording_sdk.py`` runs a file under the default instead.
+os.environ.setdefault("TRACESTORE_WRITER", "thread")
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"
 PG_URL = os.environ.get("TRACESTORE_TEST_PG_URL")

@@ -9,6 +9,8 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from tracestore.mock.pytest_plugin import assert_clean
 
 # ddt__completion_stream.sse: a 23-event Chat Completions stream (fixtures/wild/PROVENANCE.md)
@@ -16,8 +18,11 @@ CHAT = Path(__file__).resolve().parents[1] / "fixtures" / "wild" / "openai-chat"
     "ddt__completion_stream.sse"
 
 
+# The process writer (the default on a SQLite file): the handle is read after the client,
+# and with it the writer process, was closed.
+@pytest.mark.parametrize("writer", ["thread", "process"])
 def test_a_cancelled_read_then_close_is_a_stop(tracestore_mock, tracestore_recorder,
-                                               tmp_path: Path) -> None:
+                                               tmp_path: Path, writer: str) -> None:
     import httpx2
     import openai
 
@@ -36,7 +41,7 @@ def test_a_cancelled_read_then_close_is_a_stop(tracestore_mock, tracestore_recor
     async def main() -> None:
         client = openai.AsyncOpenAI(
             base_url=f"{mock.url}/v1", api_key="sk-test", max_retries=0,
-            http_client=httpx2.AsyncClient(transport=AsyncRecordingTransport()))
+            http_client=httpx2.AsyncClient(transport=AsyncRecordingTransport(writer=writer)))
 
         async def read() -> None:
             with turn:

@@ -112,8 +112,9 @@ def _ask(client):
                                           messages=[{"role": "user", "content": "x"}])
 
 
+@pytest.mark.parametrize("writer", ["thread", "process"])
 def test_a_handle_of_a_closed_recorder_raises_and_its_stream_reads_on_unchanged(
-        db, server) -> None:
+        db, server, writer: str) -> None:
     """The recorder is closed while the application is half-way through its stream: the
     application reads every remaining chunk unchanged, the recording of the rest fails with
     ``recorder_closed`` on ``transport.failures`` (warned, never raised into the stream),
@@ -123,7 +124,7 @@ def test_a_handle_of_a_closed_recorder_raises_and_its_stream_reads_on_unchanged(
     route = route_for(CHAT, chunk=64, hold_at=len(data) // 2)
     server.routes["/v1/chat/completions"] = route
     rec = Recorder(db)
-    transport = RecordingTransport()
+    transport = RecordingTransport(writer=writer)
     client = _chat(server, transport)
     with rec.turn("t", task=TASK):
         stream = _ask(client)
@@ -151,3 +152,4 @@ def test_a_handle_of_a_closed_recorder_raises_and_its_stream_reads_on_unchanged(
     transport.flush()
     assert len(events_in(db)) == before
     assert [e.type for e in events_in(db)].count("transport.drained") == 0
+    transport.close()

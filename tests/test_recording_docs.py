@@ -47,9 +47,10 @@ def sdk_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     gc.collect()
 
 
-def run(*blocks: str, **names: object) -> str:
+def run(*blocks: str, namespace: dict[str, object] | None = None, **names: object) -> str:
     out = io.StringIO()
-    namespace: dict[str, object] = {"__name__": "__docs__", **names}
+    namespace = namespace if namespace is not None else {}
+    namespace.update({"__name__": "__docs__", **names})
     with contextlib.redirect_stdout(out):
         for block in blocks:
             exec(compile(block, "<docs>", "exec"), namespace)  # noqa: S102 - our own docs
@@ -57,11 +58,20 @@ def run(*blocks: str, **names: object) -> str:
     return out.getvalue()
 
 
-def test_the_python_how_to_example_runs_and_is_released(sdk_env) -> None:
+@pytest.mark.parametrize("writer", ["thread", "auto"])
+def test_the_python_how_to_example_runs_and_is_released(sdk_env, monkeypatch,
+                                                        writer: str) -> None:
+    """As written, with the suite's writer thread and with the package's default (the
+    example's store is a SQLite file: the process writer)."""
     (block,) = python_blocks(REPO / "docs" / "how-to" / "record-python.md",
                              "# Record a Python application")
     assert "attempts[-1]" not in block and "attempt_of(stream)" in block
-    assert run(block).split() == ["released"]
+    monkeypatch.setenv("TRACESTORE_WRITER", writer)
+    namespace: dict[str, object] = {}
+    assert run(block, namespace=namespace).split() == ["released"]
+    transport = namespace["attempt"]._body.owner  # type: ignore[attr-defined]
+    assert (transport.process is not None) == (writer == "auto")
+    transport.close()
 
 
 def test_the_recorder_api_example_runs_as_written(sdk_env) -> None:

@@ -91,7 +91,8 @@ RECORDING_FAILED: Final = _code("recording_failed", 3, "Recording an attempt fai
 RECORDING_LAGGED: Final = _code("recording_lagged", 3, "The store fell too far behind a recorded "
     "attempt; recording it stopped.")
 PROCESS_WRITER_UNAVAILABLE: Final = _code("process_writer_unavailable", 2, "A process writer "
-    "(writer='process') was given an in-memory store, which its writer process cannot open.")
+    "(writer='process' or TRACESTORE_WRITER=process) was given an in-memory store, which its "
+    "writer process cannot open.")
 RECORDER_PROCESS_DIED: Final = _code("recorder_process_died", 3, "The recorder's writer process "
     "exited or its journal could not be written; recording stopped, the application's streams "
     "went on.")

@@ -13,15 +13,34 @@ Fixtures:
 ``assert_clean(recorder_or_store, trace=None)`` fails a test with the audit's violation
 table when any destination holds what the release policy forbids.  Nothing here is
 imported until a test asks for it, so the plugin costs pytest's start-up nothing.
+
+In a test run the recording transports' default writer is the thread
+(``TRACESTORE_WRITER=thread`` unless the variable is set): the process writer's child,
+one per transport, would outlive each test that does not close its client.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+_WRITER_SET: list[bool] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "TRACESTORE_WRITER" not in os.environ:
+        os.environ["TRACESTORE_WRITER"] = "thread"
+        _WRITER_SET.append(True)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _WRITER_SET:
+        os.environ.pop("TRACESTORE_WRITER", None)
+        _WRITER_SET.clear()
 
 
 @pytest.fixture
@@ -78,5 +97,5 @@ def assert_clean(source: Any, trace: str | None = None) -> None:
                              + "\n".join(lines))
 
 
-__all__ = ["CONFORMANCE_FIXTURE", "assert_clean", "pytest_generate_tests", "tracestore_mock",
-           "tracestore_recorder"]
+__all__ = ["CONFORMANCE_FIXTURE", "assert_clean", "pytest_configure", "pytest_generate_tests",
+           "pytest_unconfigure", "tracestore_mock", "tracestore_recorder"]

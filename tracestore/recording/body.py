@@ -113,6 +113,9 @@ class BodyAttempt:
         """``recorder.<method>(*args, **kwargs)`` after every byte received so far is
         recorded (``later_call``); in the writer process when the transport has one."""
         if self.owner.process is not None:
+            if self.owner.process.stopped:  # the transport closed: its child is gone
+                self.owner.process.record_here(self, method, args, kwargs)
+                return
             self._journal(("call", method, args, kwargs))
             return
         self.later_call(lambda rec: getattr(rec, method)(*args, **kwargs))
@@ -128,9 +131,22 @@ class BodyAttempt:
                 self.owner.attempts.append(self.recorder)
         return None if self.dead else self.key
 
+    def _open_in_app(self) -> bool:
+        """Whether the attempt's recorder in the application is still open.  Once it is
+        closed nothing more of the attempt is journaled (``recorder_closed`` on the
+        transport's failures, once), as the writer thread records nothing more of it."""
+        if not self.recorder.trace.recorder.closed:
+            return True
+        from tracestore.errors import AttemptClosedError
+
+        self.dead = True
+        self.owner.failed(AttemptClosedError("this recorder is closed; it records nothing "
+                                             "more", code="recorder_closed"))
+        return False
+
     def _journal(self, call: tuple[Any, ...]) -> None:
         key = self._journaled()
-        if key is not None:
+        if key is not None and self._open_in_app():
             self.owner.process.call(key, call)
 
     def _journal_end(self, call: tuple[Any, ...]) -> None:
@@ -149,7 +165,7 @@ class BodyAttempt:
         self.received_bytes += len(chunk)
         if self.owner.process is not None:
             key = self._journaled()
-            if key is not None:
+            if key is not None and self._open_in_app():
                 self.owner.process.chunk(key, chunk)
             return
         if self.owner.background:

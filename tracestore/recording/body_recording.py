@@ -43,6 +43,9 @@ class BodyRecording:
         self._opened: set[str] = set()
         self.process: Any = None
         "The process writer (``process.ProcessWriter``) when the transport records in one."
+        self.unsettled = False
+        """``writer="auto"`` with no trace given (turn scopes) or a trace factory: the
+        writer is chosen by the store of the first response's trace (``_settle``)."""
         self.writer = Writer(self.lock, self.state_lock)
         self.writer.on_failure = self._batch_failed
         from tracestore.recording.shutdown import watch_transport
@@ -95,6 +98,10 @@ class BodyRecording:
         context (its turn scope) when the response's headers arrive."""
         turn, problem = current_turn(), None
         given = self.trace
+        if self.unsettled:
+            given = self._settle(attempt, turn, given)
+            if given is None and attempt.dead:
+                return None, None
         if callable(given) and turn is None:  # a factory: its trace is opened by the writer
             return AttemptHandle(attempt, given, None), None
         if callable(given):
@@ -125,6 +132,40 @@ class BodyRecording:
             attempt.dead = True
             self.failed(problem)
         return handle, retry_of
+
+    def _settle(self, attempt: BodyAttempt, turn: Any, given: Any) -> Any:
+        """Choose the writer (``writer="auto"``) by the store this response is recorded
+        into: the process writer when another process can open it, else the thread.  Returns
+        the trace (or factory) to record the response into: a factory is called here, its
+        trace only noted (``process.deferred``: no commit in the application's thread) and
+        opened by whichever writer records it."""
+        from tracestore.errors import StoreError
+        from tracestore.recording import process
+
+        if turn is not None:
+            url = turn.recorder.store.url
+        elif callable(given):
+            try:
+                given = process.deferred(given)
+                url = given.recorder.store.url
+            except Exception as exc:  # noqa: BLE001 - recording never breaks the stream
+                attempt.dead = True
+                self.failed(exc if isinstance(exc, TracestoreError) else StoreError(
+                    f"the transport's trace factory raised {exc!r}; this response is not "
+                    "recorded", code="recording_failed"))
+                return None
+        else:
+            return given  # no trace to record into: refused below (``ambiguous_turn``)
+        with self.state_lock:
+            if self.unsettled:  # (the writer first: ``unsettled`` is read without the lock)
+                if process.shareable(url):
+                    self.process = process.ProcessWriter(self)
+                self.unsettled = False
+        opening = getattr(given, "opening", None)
+        if turn is None and self.process is None and opening is not None:
+            noted = given  # the thread opens the noted trace when it records the response
+            return lambda: noted.recorder.trace(noted.trace_id, **opening)
+        return given
 
     def was_opened(self, attempt_id: str | None) -> bool:
         return attempt_id is not None and attempt_id in self._opened

@@ -34,6 +34,7 @@ own stream breaking.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -43,6 +44,11 @@ from tracestore.recording.body import BodyAttempt, BodyRecording
 _CONTENT_FIELDS = frozenset({"messages", "input", "contents", "system", "tools", "prompt",
                              "instructions", "tool_config", "toolConfig", "system_instruction",
                              "systemInstruction", "metadata"})
+
+#: The writers a recording transport records with (``writer=``), and the variable that
+#: chooses the one ``writer="auto"`` (the default) stands for.
+WRITERS = ("auto", "thread", "process")
+WRITER_ENV = "TRACESTORE_WRITER"
 
 _STREAM_TYPES = {"text/event-stream": "sse", "application/vnd.amazon.eventstream":
                  "aws-eventstream", "application/x-ndjson": "ndjson",
@@ -222,7 +228,7 @@ def _classes(http: Any) -> tuple[type, type]:
         """Records streaming response bodies into ``trace`` (see the module docstring)."""
 
         def __init__(self, trace: Any, inner: Any = None, background: bool = True,
-                     writer: str = "thread") -> None:
+                     writer: str = "auto") -> None:
             BodyRecording.__init__(self, trace, (http.NetworkError, http.RemoteProtocolError),
                                 background)
             _choose_writer(self, writer)
@@ -243,7 +249,7 @@ def _classes(http: Any) -> tuple[type, type]:
         """The asyncio twin (``AsyncOpenAI``, ``AsyncAnthropic`` …)."""
 
         def __init__(self, trace: Any, inner: Any = None, background: bool = True,
-                     writer: str = "thread") -> None:
+                     writer: str = "auto") -> None:
             BodyRecording.__init__(self, trace, (http.NetworkError, http.RemoteProtocolError),
                                 background)
             _choose_writer(self, writer)
@@ -264,30 +270,72 @@ def _classes(http: Any) -> tuple[type, type]:
     return Sync, Async
 
 
-def _choose_writer(owner: BodyRecording, writer: str) -> None:
-    """``writer="process"``: record in a child process (``process.py``); checked here, when
-    the application builds its client, never in a stream."""
+def default_writer() -> str:
+    """The writer ``writer="auto"`` stands for: ``$TRACESTORE_WRITER`` when it is set
+    (``thread``, ``process`` or ``auto``), else ``auto``."""
     from tracestore.errors import InputError
 
-    if writer == "thread":
+    value = os.environ.get(WRITER_ENV, "").strip().lower()
+    if not value:
+        return "auto"
+    if value not in WRITERS:
+        raise InputError(f"${WRITER_ENV}={os.environ[WRITER_ENV]!r} is not a writer; "
+                         f"expected {', '.join(WRITERS[:-1])} or {WRITERS[-1]}",
+                         code="invalid_input", variable=WRITER_ENV)
+    return value
+
+
+def resolve_writer(owner: BodyRecording, writer: str) -> str:
+    """The writer ``owner`` records with: ``thread`` or ``process`` as given, or for
+    ``auto`` (after ``$TRACESTORE_WRITER``) the process writer when the transport records
+    in the background, the process writer can start here (``process.can_start``) and its
+    trace's store is one another process can open (a SQLite file, PostgreSQL), else the
+    thread.  ``unsettled``: no trace is known yet (turn scopes, a trace factory), so the
+    first response's store decides (``BodyRecording._settle``)."""
+    from tracestore.errors import InputError
+
+    if writer not in WRITERS:
+        raise InputError(f"unknown writer {writer!r}; expected "
+                         f"{', '.join(WRITERS[:-1])} or {WRITERS[-1]}", code="invalid_input")
+    if writer == "auto":
+        writer = default_writer()
+    if writer != "auto":
+        return writer
+    from tracestore.recording import process
+
+    if not owner.background or not process.can_start():
+        return "thread"
+    trace = owner.trace
+    if trace is None or callable(trace):
+        return "unsettled"
+    return "process" if process.shareable(trace.recorder.store.url) else "thread"
+
+
+def _choose_writer(owner: BodyRecording, writer: str) -> None:
+    """Set up the writer ``resolve_writer`` chooses; checked here, when the application
+    builds its client, never in a stream."""
+    from tracestore.errors import InputError
+
+    chosen = resolve_writer(owner, writer)
+    if chosen == "unsettled":
+        owner.unsettled = True
         return
-    if writer != "process":
-        raise InputError(f"unknown writer {writer!r}; expected thread or process",
-                         code="invalid_input")
+    if chosen == "thread":
+        return
+    given = "writer='process'" if writer == "process" else f"${WRITER_ENV}=process"
     if not owner.background:
-        raise InputError("writer='process' records in the background; it cannot be "
+        raise InputError(f"{given} records in the background; it cannot be "
                          "combined with background=False", code="invalid_input")
-    from tracestore.recording.process import ProcessWriter, unavailable
-    from tracestore.store.engine import is_memory_sqlite
+    from tracestore.recording.process import ProcessWriter, shareable, unavailable
 
     trace = owner.trace
-    if trace is not None and not callable(trace) and is_memory_sqlite(trace.recorder.store.url):
+    if trace is not None and not callable(trace) and not shareable(trace.recorder.store.url):
         raise unavailable()
     owner.process = ProcessWriter(owner)
 
 
 def RecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
-                       background: bool = True, writer: str = "thread") -> Any:
+                       background: bool = True, writer: str = "auto") -> Any:
     """A sync transport recording streaming bodies into ``trace`` (a ``TraceRecorder``, or
     a no-argument callable returning the trace for each new streamed response), or, with
     no trace, into the trace of the turn scope each response is streamed in
@@ -295,27 +343,32 @@ def RecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None
 
     ``http`` is the module the client is built on (``httpx2`` by default when installed,
     else ``httpx``); ``inner`` the transport that really sends (default: the module's own).
-    ``background=True`` (default) records in one writer thread, in the order the chunks
-    reached the application, so the application never waits for the store; call
+    ``background=True`` (default) records off the application's thread, in the order the
+    chunks reached the application, so the application never waits for the store; call
     ``transport.flush()`` before reading the log.  ``background=False`` records in the
     application's thread, each chunk when the next one is read.
 
-    ``writer="process"`` records in a child process instead of a thread (``process.py``):
-    the application's process only appends each chunk to a journal file, and the child
-    (niced, started on first use) decodes and writes to the same store, so recording costs
-    the application's interpreter almost nothing — for a server streaming many responses
-    at once through one client.  It needs a store another process can open (a SQLite file
-    or PostgreSQL); ``transport.attempts`` hold ``process.RemoteAttempt`` handles whose
-    ``decision()`` reads the store (call ``flush()`` first).
+    ``writer`` says what records in the background.  ``"process"``: a child process
+    (``process.py``): the application's process only appends each chunk to a journal file,
+    and the child (niced, started on first use) decodes and writes to the same store, so
+    recording costs the application's interpreter almost nothing — for a server streaming
+    many responses at once through one client.  It needs a store another process can open
+    (a SQLite file or PostgreSQL); ``transport.attempts`` hold ``process.RemoteAttempt``
+    handles whose ``decision()`` flushes, then reads the store.  ``"thread"``: one writer
+    thread in the application's process.  ``"auto"`` (default): the process writer when
+    the store is a SQLite file or PostgreSQL (for turn scopes and trace factories, the
+    store of the first response) and this platform can start it, else the thread;
+    ``$TRACESTORE_WRITER`` (``thread``, ``process``, ``auto``) chooses instead.
     """
     return _classes(http or _default_http())[0](trace, inner, background, writer)
 
 
 def AsyncRecordingTransport(trace: Any = None, inner: Any = None, *, http: Any = None,  # noqa: N802
-                            background: bool = True, writer: str = "thread") -> Any:
+                            background: bool = True, writer: str = "auto") -> Any:
     """The asyncio twin of :func:`RecordingTransport`."""
     return _classes(http or _default_http())[1](trace, inner, background, writer)
 
 
-__all__ = ["AsyncRecordingTransport", "RecordingTransport", "api_for_path", "raw_header",
+__all__ = ["WRITERS", "WRITER_ENV", "AsyncRecordingTransport", "RecordingTransport",
+           "api_for_path", "default_writer", "raw_header", "resolve_writer",
            "request_settings"]

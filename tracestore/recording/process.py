@@ -14,7 +14,7 @@ batches, decisions) against the same store URL.
 
 * Attempt ids, turns and retries are fixed in the application (``BodyRecording.assign``),
   so ``transport.attempts``, turn handles and ``attempt_of`` work as with the thread; an
-  attempt's ``decision()`` is read from the store after ``flush``.
+  attempt's ``decision()`` flushes, then reads the store.
 * ``flush()`` appends a flush mark, wakes the child (its stdin) and returns when the child
   answers (its stdout) that everything journaled before the mark is committed.
 * The application's process dies (even SIGKILL): what the journal thread had not yet
@@ -92,16 +92,73 @@ def deferring() -> bool:
     return getattr(_defer, "on", False)
 
 
-class RemoteAttempt:
-    """The application's view of an attempt the writer process records: its id and trace;
-    ``decision()`` reads the store (after ``flush``)."""
+def deferred(factory: Any) -> Any:
+    """``factory()`` with ``Recorder.trace`` only noting its arguments (``deferring``):
+    the trace it names, not opened (``TraceRecorder.opening`` says how to open it)."""
+    _defer.on = True
+    try:
+        return factory()
+    finally:
+        _defer.on = False
 
-    def __init__(self, trace: Any, attempt_id: str) -> None:
+
+def can_start() -> bool:
+    """Whether this interpreter can run the writer process: a POSIX system that starts
+    processes (not WebAssembly) and an interpreter that runs ``python -m`` (not a frozen
+    application bundle)."""
+    if os.name != "posix" or sys.platform in ("emscripten", "wasi"):
+        return False
+    if getattr(sys, "frozen", False):
+        return False
+    return bool(sys.executable) and os.access(sys.executable, os.X_OK)
+
+
+def shareable(url: str) -> bool:
+    """Whether the store at ``url`` is one the writer process can open too: a SQLite file
+    or a server database, not SQLite in memory."""
+    from tracestore.store.engine import is_memory_sqlite, is_sqlite
+
+    return not is_memory_sqlite(url) and not (is_sqlite(url) and "mode=memory" in url)
+
+
+class RemoteAttempt:
+    """The application's view of an attempt the writer process records: its id, trace and
+    the attempt it retries; ``decision()`` reads the store once the child has recorded
+    everything the application received (it flushes first), and ``destination`` /
+    ``readback`` are recorded, in order after the attempt's bytes, before they return —
+    what the thread writer's ``AttemptRecorder`` gives for the same calls."""
+
+    def __init__(self, trace: Any, attempt_id: str, body: Any = None) -> None:
         self.trace, self.attempt_id = trace, attempt_id
+        self._body = body
+        self.retry_of: str | None = getattr(body, "retry_of", None)
+
+    def _flush(self) -> None:
+        if self._body is not None:
+            self._body.owner.flush()
+
+    def destination(self, destination: str, text: str, *, cut_off: bool = False) -> None:
+        """What the application wrote to a destination (as ``AttemptRecorder.destination``):
+        bad input raises now; recorded after every byte of this attempt the application had
+        received, and committed when this returns."""
+        self._handle().destination(destination, text, cut_off=cut_off)
+        self._flush()
+
+    def readback(self, destination: str, text: str) -> None:
+        """What the destination held when the application read it back."""
+        self._handle().readback(destination, text)
+        self._flush()
+
+    def _handle(self) -> Any:
+        if self._body is None or self._body.handle is None:
+            raise InputError(f"attempt {self.attempt_id!r} has no transport to record "
+                             "through", code="not_started", attempt_id=self.attempt_id)
+        return self._body.handle
 
     def decision(self) -> Any:
         from tracestore.ingest.decisions import decide_attempt
 
+        self._flush()
         rec = self.trace.recorder
         with rec.lock:
             rec.check_open()
@@ -138,29 +195,36 @@ class ProcessWriter:
         self.dead: TracestoreError | None = None
         "Why the child cannot record any more (it died, the journal cannot be written)."
         self._stopping = False
+        self._gone = False  # the child has exited (its answers ended)
+        self._refused_closed = False
 
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
+    @property
+    def stopped(self) -> bool:
+        """``stop`` was called (the transport closed): the child records nothing more."""
+        return self._stopping
+
     # -- the application's facts ---------------------------------------------------------
     def open(self, attempt: Any) -> int | None:
         """Journal the opening of ``attempt`` (a ``BodyAttempt``); its key, None when it
         cannot be recorded (the failure is on ``transport.failures``)."""
-        from tracestore.store.engine import is_memory_sqlite
-
-        _defer.on = True
-        try:
-            trace = attempt.handle.trace  # a factory's trace: its arguments, opened by the child
+        try:  # a factory's trace: its arguments, opened by the child
+            trace = deferred(lambda: attempt.handle.trace)
         except TracestoreError as exc:
             self.owner.failed(exc)
             return None
-        finally:
-            _defer.on = False
         rec = trace.recorder
         if rec.closed:
             self.owner.failed(AttemptClosedError("this recorder is closed; it records "
                                                  "nothing more", code="recorder_closed"))
+            return None
+        if self._stopping:
+            self.owner.failed(StoreError("this recording transport is closed (its writer "
+                                         "process has exited); this response is not "
+                                         "recorded", code="recording_failed"))
             return None
         if self._written - self.consumed > MAX_BACKLOG_BYTES:
             self.owner.failed(StoreError(
@@ -169,7 +233,7 @@ class ProcessWriter:
                 "recorded, the application's stream goes on", code="recording_lagged"))
             return None
         url = rec.store.url
-        if is_memory_sqlite(url):
+        if not shareable(url):
             self.owner.failed(unavailable())
             return None
         request, headers = getattr(attempt, "wire", (None, None))
@@ -187,7 +251,8 @@ class ProcessWriter:
             self._keys += 1
             key = self._keys
         self._write(OPEN, key, pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL))
-        attempt.recorder = RemoteAttempt(type(trace)(rec, trace.trace_id), info["attempt_id"])
+        attempt.recorder = RemoteAttempt(type(trace)(rec, trace.trace_id), info["attempt_id"],
+                                         attempt)
         return key
 
     def chunk(self, key: int, data: bytes) -> None:
@@ -200,16 +265,46 @@ class ProcessWriter:
         """Return when the child has committed everything journaled before this call (at
         once when there is no child, or it died: see ``transport.failures``)."""
         with self._lock:
-            if self.proc is None or self.dead is not None:
-                return
+            if self.proc is None or self.dead is not None or self._stopping:
+                return  # (after ``stop``: everything journaled was committed then)
             self._seq += 1
             seq = self._seq
         self._write(FLUSH, 0, struct.pack("<Q", seq))
         self._drain()  # the mark is in the journal before the child is woken
         self._wake()
         with self._acked:
-            while self._acked_seq < seq and self.dead is None:
+            while self._acked_seq < seq and self.dead is None and not self._gone:
                 self._acked.wait(1.0)
+
+    def record_here(self, attempt: Any, method: str, args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> None:
+        """A handle's ``destination`` / ``readback`` after ``stop`` (the transport closed,
+        its child gone): appended in the application's process, through the attempt's
+        recorder, after everything the child committed — as the writer thread records it
+        after its transport's ``close``.  A failure goes to ``transport.failures``."""
+        from tracestore.events import NewEvent, attempt_stream
+        from tracestore.ingest.evidence import destination_event
+        from tracestore.recording.attempt_writes import _now
+
+        remote = attempt.recorder
+        try:
+            if not isinstance(remote, RemoteAttempt) or method not in ("destination",
+                                                                       "readback"):
+                raise StoreError(f"attempt {attempt.handle.attempt_id!r}: its transport was "
+                                 "closed before it was recorded; nothing more of it is "
+                                 "recorded", code="recording_failed")
+            destination, text = args
+            event = destination_event(remote.attempt_id, destination, text,
+                                      readback=method == "readback", observed_at=_now(),
+                                      cut_off=bool(kwargs.get("cut_off", False)))
+            rec = remote.trace.recorder
+            with rec.lock:
+                rec.check_open()
+                rec.store.append([NewEvent(attempt_stream(remote.attempt_id), event,
+                                           trace_id=remote.trace.trace_id)])
+                rec.forget_versions([attempt_stream(remote.attempt_id)])
+        except TracestoreError as exc:
+            self.owner.failed(exc)
 
     def stop(self) -> None:
         """Flush, then let the child finish and exit (the transport's ``close``)."""
@@ -243,18 +338,26 @@ class ProcessWriter:
         The journal thread writes whatever was taken while it waited, in the order taken."""
         record = HEADER.pack(kind, key, len(payload)) + payload
         with self._lock:
-            if self.dead is not None or self._stopping:
+            if self.dead is not None:
                 return
-            try:
-                if self.proc is None:
-                    self._start()
-            except OSError as exc:
-                self._died(_journal_failed(exc))
+            if not self._stopping:
+                try:
+                    if self.proc is None:
+                        self._start()
+                except OSError as exc:
+                    self._died(_journal_failed(exc))
+                    return
+                self._written += len(record)
+                self._pending.append(record)
+                if len(self._pending) == 1:
+                    self._has_pending.notify()
                 return
-            self._written += len(record)
-            self._pending.append(record)
-            if len(self._pending) == 1:
-                self._has_pending.notify()
+            if kind == FLUSH or self._refused_closed:
+                return
+            self._refused_closed = True  # said once: what streams through a closed transport
+        self.owner.failed(StoreError("this recording transport is closed (its writer process "
+                                     "has exited); what its streams deliver now is not "
+                                     "recorded", code="recording_failed"))
 
     def _journal_loop(self) -> None:
         """The journal thread: write what was taken, as soon as it was taken, until stop."""
@@ -350,8 +453,10 @@ class ProcessWriter:
                                        "that cannot be read", code="recording_failed")
                 self.owner.failed(error)
             elif kind == b"B":  # the child finished cleanly
+                self._ended()
                 return
         status = proc.wait()
+        self._ended()
         if self._dir is not None:  # the child is gone: no one reads the journal any more
             shutil.rmtree(self._dir, ignore_errors=True)
         if not self._stopping or status != 0:
@@ -359,6 +464,11 @@ class ProcessWriter:
                                   "what it had not committed is not recorded, the "
                                   "application's streams go on", code="recorder_process_died",
                                   status=status))
+
+    def _ended(self) -> None:
+        with self._acked:
+            self._gone = True
+            self._acked.notify_all()
 
     def _died(self, error: TracestoreError) -> None:
         if self.dead is None:
@@ -423,4 +533,5 @@ def _size_headers(headers: Any) -> dict[str, str] | None:
     return {name: value for name, value in found.items() if value is not None}
 
 
-__all__ = ["JOURNAL_BYTES", "NICE", "ProcessWriter", "RemoteAttempt"]
+__all__ = ["JOURNAL_BYTES", "NICE", "ProcessWriter", "RemoteAttempt", "can_start",
+           "shareable"]

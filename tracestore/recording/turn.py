@@ -124,7 +124,8 @@ class AttemptHandle:
 
     def decision(self) -> Any:
         """The release decision once everything received is recorded."""
-        self._body.owner.flush()
+        if self._body.owner.process is None or self._body.recorder is None:
+            self._body.owner.flush()  # (a process writer's ``RemoteAttempt`` flushes itself)
         if self._body.recorder is None:
             raise RecordingScopeError(f"attempt {self.attempt_id!r} was not recorded (see "
                                       "the transport's failures)", code="not_recorded")
