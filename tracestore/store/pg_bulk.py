@@ -56,24 +56,8 @@ def pg_last_row(conn: Connection, sql: str) -> tuple[Any, ...] | None:
     COMMITTED), so a statement after a lock sees what the lock's previous holder
     committed.  A driver error is raised as SQLAlchemy's (a lost connection invalidates
     ``conn``, as an ``execute`` would)."""
-    import psycopg
-
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    try:
-        with driver.cursor() as cursor:
-            cursor.execute(sql)
-            while cursor.nextset():
-                pass
-            return cursor.fetchone()
-    except psycopg.Error as exc:
-        from sqlalchemy.exc import DBAPIError
-
-        lost = conn.dialect.is_disconnect(exc, driver, None)  # type: ignore[arg-type]
-        if lost:
-            conn.invalidate(exc)
-        raise DBAPIError.instance(sql, None, exc, psycopg.Error, dialect=conn.dialect,
-                                  connection_invalidated=lost) from exc
+    sets = pg_result_sets(conn, sql)
+    return sets[-1][0] if sets and sets[-1] else None
 
 
 #: libc collations that order text by its bytes (so ASCII as Python orders it).
@@ -169,13 +153,15 @@ def pg_text_array(conn: Connection, values: Sequence[str]) -> str:
     return f"{sql.Literal(list(values)).as_string(driver)}::text[]"
 
 
-def pg_trace_lock_sql(lock: int, traces_literal: str) -> str:
-    """``pg_trace_append_sql`` without the positions: the locks, then the traces' heads
-    (for a build that must see its traces before it knows how many rows it writes)."""
+def pg_trace_lock_sql(lock: int, traces_literal: str, rows: int = 0) -> str:
+    """``pg_trace_append_sql`` without the positions (``rows`` 0): the locks, then the
+    traces' heads (for a build that must see its traces before it knows how many rows
+    it writes)."""
+    reserve = f"SELECT ts_reserve_positions({int(rows)}); " if rows else ""
     return (f"SELECT pg_advisory_xact_lock_shared({lock}); "
             f"SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
             f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
-            f"SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
+            f"{reserve}SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
             "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
             "WHERE trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
 
@@ -187,13 +173,7 @@ def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
     ``rows`` positions with the transaction id (``ts_reserve_positions``, after the
     trace locks so a trace's positions rise with its versions), then each trace's head
     (version and hash of its last row; NULLs for a new trace)."""
-    return (f"SELECT pg_advisory_xact_lock_shared({lock}); "
-            f"SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
-            f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
-            f"SELECT ts_reserve_positions({int(rows)}); "
-            f"SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
-            "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
-            "WHERE trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
+    return pg_trace_lock_sql(lock, traces_literal, max(int(rows), 1))
 
 
 def pg_settled_condition(column: str = "txid") -> str:
