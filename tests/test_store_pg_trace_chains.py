@@ -205,3 +205,26 @@ def test_a_build_declared_for_one_trace_cannot_write_another(store: EventStore) 
         store.append_with(lambda view: ([event], []), traces=["d"])
     assert caught.value.code == "append_refused"
     assert store.read() == []
+
+
+def test_rebuilding_the_review_index_neither_waits_for_nor_skips_an_open_append(
+        store: EventStore) -> None:
+    from tracestore.review import queue_index
+
+    def index_position() -> int:
+        rows = store.fetch_driver("SELECT position FROM ts_index_state WHERE name = %s",
+                                  ("review_queue",), during="the test")
+        return rows[0][0] if rows else 0
+
+    store.append_fresh_groups([("a", rows("a", 2), None, [])])  # positions 1 and 2
+    held = HeldAppend(store, "c", 2)  # holds positions 3 and 4, uncommitted
+    later = append_in_thread(store, "b", 1)  # position 5, committed before c
+    later.join(HANG_GUARD_S)
+    syncing = threading.Thread(target=lambda: queue_index.sync(store))
+    syncing.start()
+    syncing.join(HANG_GUARD_S)
+    assert not syncing.is_alive(), "the index rebuild waited on an append"
+    assert index_position() == 2  # not past c's open positions, though b's 5 is committed
+    held.release()
+    queue_index.sync(store)
+    assert index_position() == 5

@@ -80,7 +80,8 @@ def _behind(store: EventStore) -> bool:
     ONE statement, as driver SQL on the store's quick connection (no engine is built for
     an index that is up to date)."""
     mark = store._mark
-    sql = ("SELECT (SELECT max(position) FROM ts_events), (SELECT position FROM "
+    sql = (f"SELECT (SELECT max(position) FROM ts_events WHERE {store.settled_sql()}), "
+           "(SELECT position FROM "
            f"ts_index_state WHERE name = {mark}), (SELECT max(position) FROM "
            f"ts_index_state WHERE name LIKE {mark})")
     ((head, upto, audited),) = store.fetch_driver(sql, (_NAME, "audit:%"), during="in sync")
@@ -107,15 +108,16 @@ def sync(store: EventStore) -> int:
         return 0
     audit_name = audit_index.state_name()
     with store._writer.begin() as conn:
-        store._lock(conn)
-        upto, head = _upto(conn), store._head(conn)[0]
+        store._lock_index(conn)
+        upto, head = _upto(conn), store._settled_head(conn)
         audited = _upto(conn, audit_name)
         if upto == head and audited == head:
             return 0
         if audited != upto:  # no audit rows of this code yet: every trace, once
             upto = 0
         traces = conn.execute(select(events.c.trace_id).distinct().where(
-            events.c.position > upto, events.c.trace_id.is_not(None))).scalars().all()
+            events.c.position > upto, events.c.position <= head,
+            events.c.trace_id.is_not(None))).scalars().all()
         rebuilt = project_traces(conn, store, traces)
         mark_current(conn, head, audit_name)
     return rebuilt

@@ -57,6 +57,7 @@ __all__ = ["GENESIS_HASH", "AppendResult", "EventStore", "Expected", "Positions"
            "VerifyResult", "WriteView", "canonical_payload", "chain_hash", "database_error"]
 
 _PG_APPEND_LOCK = 7_245_001  # advisory lock: shared by recorder appends, exclusive otherwise
+_PG_INDEX_LOCK = 7_245_003  # advisory lock of the review indexes' rebuild
 # The lock and the head read in ONE round trip (``pg_last_row``): the head statement takes
 # its snapshot after the lock is granted, so it sees the previous holder's rows.
 _PG_LOCKED_HEAD_SQL = (f"SELECT pg_advisory_xact_lock({_PG_APPEND_LOCK}); "
@@ -439,6 +440,21 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             conn.exec_driver_sql(f"INSERT INTO ts_blobs (sha256, size, data) VALUES "
                                  f"({mark}, {mark}, {mark})", rows)
         return shas
+
+    def _lock_index(self, conn: Connection) -> None:
+        """The lock of the review indexes' rebuild (``review.queue_index.sync``): its own
+        on PostgreSQL, so a rebuild never holds back an append; SQLite's write lock
+        (``BEGIN IMMEDIATE``) serialises it with everything else."""
+        if self._dialect == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_PG_INDEX_LOCK})")
+
+    def _settled_head(self, conn: Connection) -> int:
+        """The last position a reader may pass (``settled_sql``): every event up to it is
+        committed or will never be."""
+        if self._dialect != "postgresql":
+            return self._head(conn)[0]
+        return int(conn.exec_driver_sql("SELECT coalesce(max(position), 0) FROM ts_events "
+                                        f"WHERE {self.settled_sql()}").scalar_one())
 
     def _lock(self, conn: Connection) -> None:
         if self._dialect == "postgresql":  # SQLite writers are serialised by BEGIN IMMEDIATE
