@@ -180,10 +180,27 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         that all name their trace are appended as a recorder's are (their traces' locks,
         the append lock shared): a release decision does not wait on other traces."""
         batch = list(new_events)
-        traces = {e.trace_id for e in batch}
-        return self.append_with(
-            lambda _view: (batch, list(blob_data)), expected_versions=expected_versions,
-            traces=None if None in traces or not batch else sorted(t or "" for t in traces))
+        if self._dialect != "postgresql" or not batch or \
+                any(e.trace_id is None for e in batch):
+            return self.append_with(lambda _view: (batch, list(blob_data)),
+                                    expected_versions=expected_versions)
+        return self._append_known(batch, list(blob_data), expected_versions or {})
+
+    @outlasting
+    def _append_known(self, batch: list[NewEvent], blob_data: list[bytes],
+                      expected: Mapping[str, int]) -> AppendResult:
+        """``append`` on PostgreSQL of events that all name their trace: ONE message takes
+        their traces' locks, reserves their positions and reads the heads, as a recorder's
+        append does (``_locked_traces``)."""
+        try:
+            with paused_gc(), self._write_transaction() as conn:
+                head, heads = self._locked_traces(conn, [(None, batch, None, blob_data)])
+                return self._append_in(conn, _given(batch, blob_data), expected, None,
+                                       head, heads)
+        except integrity_errors() as exc:
+            raise _refused(exc) from exc
+        except driver_errors() as exc:
+            raise database_error(exc, self.url, "during append") from exc
 
     def _append_to_traces(
         self, build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
