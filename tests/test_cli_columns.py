@@ -71,7 +71,7 @@ def test_audit_destinations_and_hashes(tmp_path: Path, columns: int) -> None:
     assert re.search(r"│ t8b-new │ released │ ui\s+│\s+20 │", ui_row)
     assert ui_hash[:17] not in out  # one length: 16 hex digits
     verify = cli(db, columns, "verify")
-    assert re.match(r"ok 25 events \(head [0-9a-f]{16}\)\n", verify)
+    assert re.match(r"ok 25 events in \d+ traces? \(root [0-9a-f]{16}\)\n", verify)
 
 
 def test_long_ids_stay_whole_at_80_columns(tmp_path: Path) -> None:

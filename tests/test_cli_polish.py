@@ -205,11 +205,12 @@ def test_out_files_get_the_normal_mode_and_missing_folders_are_named(
     assert ".tmp" not in doc["message"]
 
 
-def test_verify_explains_its_head_hash(t7_db: Path) -> None:
+def test_verify_explains_its_root(t7_db: Path) -> None:
     code, stdout, _ = run("verify", db=t7_db)
     first, second = stdout.splitlines()
-    assert code == 0 and re.fullmatch(r"ok \d+ events \(head [0-9a-f]{16}\)", first)
-    assert "time it was recorded" in second and "another store" in second
+    assert code == 0 and re.fullmatch(r"ok \d+ events in \d+ traces? \(root [0-9a-f]{16}\)",
+                                      first)
+    assert "times it was recorded" in second and "another store" in second
     readme = (REPO / "README.md").read_text("utf-8")
-    assert "ok 10 events (head …)" in readme
-    assert not re.search(r"head [0-9a-f]{16}", readme)
+    assert "ok 10 events in 1 trace (root …)" in readme
+    assert not re.search(r"root [0-9a-f]{16}", readme)

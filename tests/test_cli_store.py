@@ -127,10 +127,12 @@ def test_verify_reports_ok_then_the_tampered_position(db_file: Path) -> None:
     run("ingest", str(T1), "--attempt", "t1", db=db_file)
     code, out, _ = run("verify", db=db_file)
     # The head hash is explained where it is shown (it depends on recording times).
-    assert (code, out) == (0, f"ok 11 events (head {_head(db_file)[:16]})\n"
-                              "the head hash chains every event with the time it was recorded: "
-                              "it names this log, and another store holding the same events "
-                              "has another one\n")
+    root = run("verify", "--json", db=db_file)[1]
+    assert (code, out) == (0, f"ok 11 events in 1 trace (root {json.loads(root)['tree_root'][:16]})\n"
+                              "the root hashes the last event of every trace, which chains its "
+                              "trace with the times it was recorded: it names what this store "
+                              "holds, and another store holding the same events has another "
+                              "one\n")
     conn = sqlite3.connect(db_file)
     conn.execute("DROP TRIGGER ts_events_no_update")
     conn.execute("UPDATE ts_events SET payload = replace(payload, 'Thursday', 'Thursdax') "

@@ -53,7 +53,7 @@ def test_the_page_points_tracestore_at_the_server(tmp_path: Path, server_url: st
     assert _run("tracestore verify", tmp_path, server_url, env).startswith("ok 0 events")
 
 
-def test_a_sqlite_store_moves_with_its_head_hash(tmp_path: Path, server_url: str) -> None:
+def test_a_sqlite_store_moves_with_its_root(tmp_path: Path, server_url: str) -> None:
     env = {k: v for k, v in os.environ.items() if k != "TRACESTORE_DB"}
     subprocess.run([sys.executable, "-m", "tracestore", "replay",
                     str(REPO / "fixtures" / "seed003")], cwd=tmp_path, env=env, check=True,
@@ -62,5 +62,5 @@ def test_a_sqlite_store_moves_with_its_head_hash(tmp_path: Path, server_url: str
     move = _blocks()[1]
     outputs = [_run(line, tmp_path, server_url, env) for line in move]
     after = outputs[-1].split("\n", 1)[0]
-    assert re.fullmatch(r"ok \d+ events \(head [0-9a-f]{16}\)", before)
+    assert re.fullmatch(r"ok \d+ events in \d+ traces? \(root [0-9a-f]{16}\)", before)
     assert after == before  # the same events, positions, times and hashes

@@ -195,8 +195,9 @@ def review_signatures(store: EventStore) -> Any:
 
 #: What the head hash is, said where it is shown: it covers recording times, so two stores
 #: holding the same events show different heads (only an exact export/import keeps it).
-HEAD_HASH_NOTE = ("the head hash chains every event with the time it was recorded: it names "
-                  "this log, and another store holding the same events has another one")
+HEAD_HASH_NOTE = ("the root hashes the last event of every trace, which chains its trace "
+                  "with the times it was recorded: it names what this store holds, and "
+                  "another store holding the same events has another one")
 
 
 @app.command()
@@ -266,11 +267,13 @@ def verify(
             f"(the chain holds; {reviews.checked} review(s) checked)",
             position=reviews.position)
     if result.ok:
-        anchored = (f", extends the signed head at position {result.checkpoint_position}"
+        kind = "tree head" if expected is not None and expected.root is not None else "head"
+        anchored = (f", extends the signed {kind} at position {result.checkpoint_position}"
                     if result.checkpoint_position is not None else "")
         note = f"; {reviews.checked} review(s) checked" if reviews and reviews.checked else ""
-        console.print(f"ok {result.count} events (head {result.head_hash[:16]}){anchored}"
-                      f"{note}")
+        traces = f"{result.tree_size} trace{'' if result.tree_size == 1 else 's'}"
+        console.print(f"ok {result.count} events in {traces} (root {result.tree_root[:16]})"
+                      f"{anchored}{note}")
         console.print(term_text(HEAD_HASH_NOTE, "dim"))
         return
     if result.first_broken_position is None:  # the chain holds; triggers or views are gone
