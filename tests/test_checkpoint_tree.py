@@ -108,3 +108,36 @@ def test_a_checkpoint_of_the_first_format_still_verifies(tmp_path: Path) -> None
     code, out, err = run("verify", "--trace", "t1", "--checkpoint", str(old), "--key",
                          str(key), db=db)
     assert code == 2 and "invalid_checkpoint" in err
+
+
+def test_bad_inputs_of_a_one_trace_proof_are_typed_and_write_nothing(tmp_path: Path) -> None:
+    db, key, head = _keyed(tmp_path)
+    before = db.read_bytes()
+    code, out, err = run("verify", "--trace", "nope", db=db)
+    assert (code, out) == (4, "")
+    assert err.startswith("error[trace_not_found]: trace 'nope' has no events in this store")
+    (tmp_path / "head.json.leaves").write_text("garbage\n")
+    code, out, err = run("verify", "--trace", "t1", "--checkpoint", str(head), "--key",
+                         str(key), db=db)
+    assert (code, out) == (2, "")
+    assert err.startswith("error[invalid_checkpoint]: ") and "line 1 is not a checkpoint leaf" in err
+    signed = json.loads(head.read_text())
+    signed["tree_size"] = -1
+    head.write_text(json.dumps(signed))
+    code, out, err = run("verify", "--checkpoint", str(head), "--key", str(key), db=db)
+    assert (code, out) == (2, "")
+    assert err.startswith("error[invalid_checkpoint]: ")
+    assert db.read_bytes() == before
+
+
+def test_checkpoint_says_what_it_signed_and_where_the_leaves_are(tmp_path: Path) -> None:
+    import re
+
+    db, key, _ = _keyed(tmp_path)
+    out_file = tmp_path / "again.json"
+    code, out, err = run("checkpoint", "--key", str(key), "--out", str(out_file), db=db)
+    assert code == 0, err
+    text = " ".join(out.split())  # however the terminal folded it
+    assert re.fullmatch(r"signed tree head at position 21 \(2 traces, root [0-9a-f]{16}…\) "
+                        r"with key [0-9a-f]{16}: \S*again\.json \(its leaves: "
+                        r"\S*again\.json\.leaves\)", text), text

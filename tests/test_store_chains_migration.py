@@ -140,3 +140,27 @@ def test_a_complete_export_of_an_upgraded_store_imports_with_the_same_hashes(
         assert [(e.position, e.hash) for e in store.read()] == want
         assert store.legacy_chain_end() == 6
         assert store.verify().ok
+
+
+@pytest.mark.parametrize("value", ['"6"', "-1", "true"])
+def test_an_export_header_with_a_bad_chain_end_is_refused_and_imports_nothing(
+        tmp_path: Path, value: str) -> None:
+    from typer.testing import CliRunner
+
+    from tracestore.cli import app
+
+    source = f"sqlite:///{tmp_path / 'old.db'}"
+    _old_store(source)
+    EventStore(source).close()  # upgraded
+    runner = CliRunner()
+    exported = runner.invoke(app, ["export", "--db", source, "--format", "jsonl"]).stdout
+    first, rest = exported.split("\n", 1)
+    header = first.replace('"legacy_chain_end":6', f'"legacy_chain_end":{value}')
+    assert header != first
+    copy = tmp_path / "copy.db"
+    imported = runner.invoke(app, ["import", "-", "--db", f"sqlite:///{copy}"],
+                             input=header + "\n" + rest)
+    assert imported.exit_code == 2
+    assert "error[invalid_export]" in imported.stderr and "legacy_chain_end" in imported.stderr
+    with EventStore(f"sqlite:///{copy}") as store:
+        assert store.read() == []

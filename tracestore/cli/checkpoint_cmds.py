@@ -78,6 +78,7 @@ def checkpoint(
         emit_json(signed.to_dict())
     else:
         console.print(term_text(f"signed tree head at position {signed.position} "
-                                f"({signed.tree_size} traces, root {str(signed.root)[:16]}…) "
+                                f"({signed.tree_size} trace{'' if signed.tree_size == 1 else 's'}, "
+                                f"root {str(signed.root)[:16]}…) "
                                 f"with key {signed.key_id}: {out} (its leaves: "
                                 f"{ck.leaves_path(out)})"))
