@@ -78,15 +78,17 @@ sys.stdout.write(json.dumps({"events": n}) + "\\n")
 RAW_VERIFY = """
 import hashlib, sqlite3
 conn = sqlite3.connect(sys.argv[1])
-prev, count = "0" * 64, 0
-for (position, eid, stream, version, type_, schema, at, trace, payload, digest) in conn.execute(
-        "SELECT * FROM ts_events ORDER BY position"):
-    h = hashlib.sha256(f"{prev}\\x1f{position}\\x1f{eid}\\x1f{stream}\\x1f{version}\\x1f{type_}"
-                       f"\\x1f{schema}\\x1f{at}\\x1f{trace or ''}\\x1f".encode())
+heads, count = {}, 0
+for (position, eid, stream, version, type_, schema, at, trace, payload, digest,
+     tv) in conn.execute("SELECT position, id, stream, version, type, schema_version, recorded_at, trace_id, "
+        "payload, hash, trace_version FROM ts_events ORDER BY position"):
+    have, prev = heads.get(trace, (0, "0" * 64))
+    h = hashlib.sha256(f"{prev}\\x1f{position}\\x1f{tv}\\x1f{eid}\\x1f{stream}\\x1f{version}"
+                       f"\\x1f{type_}\\x1f{schema}\\x1f{at}\\x1f{trace or ''}\\x1f".encode())
     h.update(payload.encode())
-    if h.hexdigest() != digest:
+    if tv != have + 1 or h.hexdigest() != digest:
         raise SystemExit(f"broken at {position}")
-    prev, count = digest, count + 1
+    heads[trace], count = (tv, digest), count + 1
 sys.stdout.write(f"ok {count}\\n")
 """
 
@@ -98,12 +100,13 @@ conn = sqlite3.connect(sys.argv[1])
 write = sys.stdout.write
 write(json.dumps({"format": "tracestore-jsonl", "version": 1}) + "\\n")
 shas = []
-for (position, eid, stream, version, type_, schema, at, trace, payload, digest) in conn.execute(
-        "SELECT * FROM ts_events ORDER BY position"):
+for (position, eid, stream, version, type_, schema, at, trace, payload, digest,
+     tv) in conn.execute("SELECT position, id, stream, version, type, schema_version, recorded_at, trace_id, "
+        "payload, hash, trace_version FROM ts_events ORDER BY position"):
     write(json.dumps({"event": {"position": position, "id": eid, "stream": stream,
                                 "version": version, "type": type_, "schema_version": schema,
                                 "recorded_at": at, "hash": digest, "payload": payload,
-                                "trace_id": trace}}, ensure_ascii=False,
+                                "trace_id": trace, "trace_version": tv}}, ensure_ascii=False,
                      separators=(",", ":")) + "\\n")
     if type_ == "capture.stored":
         shas.append(json.loads(payload)["sha256"])
@@ -114,17 +117,20 @@ for sha in dict.fromkeys(shas):
 """
 
 # The same loop doing verify's capture work too: each capture event's payload parsed for
-# the sha256 it names, each distinct blob read and re-hashed once.
+# the sha256 it names, each distinct blob read and re-hashed once.  Both verify loops follow
+# each trace's chain (``chain.trace_chain_hash``), as ``verify`` does on a store made anew.
 RAW_VERIFY_CAPTURES = """
 import hashlib, json, sqlite3
 conn = sqlite3.connect(sys.argv[1])
-prev, count, seen = "0" * 64, 0, set()
-for (position, eid, stream, version, type_, schema, at, trace, payload, digest) in conn.execute(
-        "SELECT * FROM ts_events ORDER BY position"):
-    h = hashlib.sha256(f"{prev}\\x1f{position}\\x1f{eid}\\x1f{stream}\\x1f{version}\\x1f{type_}"
-                       f"\\x1f{schema}\\x1f{at}\\x1f{trace or ''}\\x1f".encode())
+heads, count, seen = {}, 0, set()
+for (position, eid, stream, version, type_, schema, at, trace, payload, digest,
+     tv) in conn.execute("SELECT position, id, stream, version, type, schema_version, recorded_at, trace_id, "
+        "payload, hash, trace_version FROM ts_events ORDER BY position"):
+    have, prev = heads.get(trace, (0, "0" * 64))
+    h = hashlib.sha256(f"{prev}\\x1f{position}\\x1f{tv}\\x1f{eid}\\x1f{stream}\\x1f{version}"
+                       f"\\x1f{type_}\\x1f{schema}\\x1f{at}\\x1f{trace or ''}\\x1f".encode())
     h.update(payload.encode())
-    if h.hexdigest() != digest:
+    if tv != have + 1 or h.hexdigest() != digest:
         raise SystemExit(f"broken at {position}")
     if type_ in ("capture.stored", "capture.segment"):
         sha = json.loads(payload)["sha256"]
@@ -133,7 +139,7 @@ for (position, eid, stream, version, type_, schema, at, trace, payload, digest) 
             if hashlib.sha256(data).hexdigest() != sha:
                 raise SystemExit(f"capture {sha} changed")
             seen.add(sha)
-    prev, count = digest, count + 1
+    heads[trace], count = (tv, digest), count + 1
 sys.stdout.write(f"ok {count}\\n")
 """
 

@@ -189,40 +189,35 @@ class EventStore(StoreConnections, LogReads, RowsIO):
     @outlasting
     def _append_known(self, batch: list[NewEvent], blob_data: list[bytes],
                       expected: Mapping[str, int]) -> AppendResult:
-        """``append`` on PostgreSQL of events that all name their trace: ONE message takes
-        their traces' locks, reserves their positions and reads the heads, as a recorder's
-        append does (``_locked_traces``)."""
-        try:
-            with paused_gc(), self._write_transaction() as conn:
-                head, heads = self._locked_traces(conn, [(None, batch, None, blob_data)])
-                return self._append_in(conn, _given(batch, blob_data), expected, None,
-                                       head, heads)
-        except integrity_errors() as exc:
-            raise _refused(exc) from exc
-        except driver_errors() as exc:
-            raise database_error(exc, self.url, "during append") from exc
+        """``append`` on PostgreSQL of events that all name their trace: their count is
+        known, so ONE message takes their traces' locks, reserves their positions and
+        reads the heads, as a recorder's append does."""
+        return self._append_to_traces(_given(batch, blob_data), expected,
+                                      sorted({str(e.trace_id) for e in batch}), len(batch))
 
     def _append_to_traces(
         self, build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
-        expected: Mapping[str, int], traces: Sequence[str],
+        expected: Mapping[str, int], traces: Sequence[str], rows: int = 0,
     ) -> AppendResult:
         """``append_with(..., traces=)`` on PostgreSQL: the traces' locks and heads in one
-        message, the build, then its positions reserved (``ts_reserve_positions``) and its
-        rows written.  An event of another trace is refused (``append_refused``): it
-        would be written without its trace's lock."""
+        message (with ``rows`` positions reserved when the count is known), the build,
+        its positions reserved after it otherwise (``ts_reserve_positions``), and its rows
+        written.
+        An event of another trace is refused (``append_refused``): it would be written
+        without its trace's lock."""
         try:
             with paused_gc(), self._write_transaction() as conn:
                 literal = pg_text_array(conn, sorted(set(traces)))
-                *_, rows = pg_result_sets(conn, pg_trace_lock_sql(_PG_APPEND_LOCK, literal))
+                sets = pg_result_sets(conn, pg_trace_lock_sql(_PG_APPEND_LOCK, literal, rows))
                 heads: Heads = {trace: (0, GENESIS_HASH) if version is None
-                                else (int(version), digest) for trace, version, digest in rows}
+                                else (int(version), digest) for trace, version, digest in sets[-1]}
                 view = WriteView(conn, 0, utc_now(), self)
                 built, blob_data = build(view)
                 batch = list(built)
                 if any(e.trace_id not in heads for e in batch):
                     raise StoreError("an append declared for some traces holds an event of "
                                      "another trace", code="append_refused")
-                first = conn.exec_driver_sql(
+                first = sets[-2][0][0] if rows else conn.exec_driver_sql(
                     f"SELECT ts_reserve_positions({max(len(batch), 1)})").scalar_one()
                 return self._append_in(conn, _given(batch, blob_data), expected, None,
                                        int(first) - 1, heads)
