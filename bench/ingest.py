@@ -140,8 +140,10 @@ RAW_DDL = (
     "stream VARCHAR(255) NOT NULL, version INTEGER NOT NULL, type VARCHAR(64) NOT NULL, "
     "schema_version INTEGER NOT NULL, recorded_at VARCHAR(40) NOT NULL, "
     "trace_id VARCHAR(255), payload TEXT NOT NULL, hash VARCHAR(64) NOT NULL, "
-    "UNIQUE (stream, version))",
+    "trace_version INTEGER NOT NULL, UNIQUE (stream, version))",
     "CREATE INDEX ix_ts_events_trace_position ON ts_events (trace_id, position)",
+    "CREATE UNIQUE INDEX uq_ts_events_trace_version ON ts_events "
+    "((coalesce(trace_id, '')), trace_version)",
     "CREATE TABLE ts_blobs (sha256 VARCHAR(64) PRIMARY KEY, size INTEGER NOT NULL, "
     "data BLOB NOT NULL)",
 )
@@ -169,16 +171,16 @@ def run_raw(path: Path, db: str) -> int:
     for n, element in enumerate(elements, start=1):
         payload = dumps(_payload("raw", sha, n, element))
         event_id = uuid.uuid4().hex
-        envelope = (f"{prev}\x1f{n}\x1f{event_id}\x1fattempt:raw\x1f{n}\x1fframe.received"
-                    f"\x1f1\x1f{recorded_at}\x1fraw\x1f")
+        envelope = (f"{prev}\x1f{n}\x1f{n}\x1f{event_id}\x1fattempt:raw\x1f{n}"
+                    f"\x1fframe.received\x1f1\x1f{recorded_at}\x1fraw\x1f")
         digest = hashlib.sha256(envelope.encode())
         digest.update(payload.encode())
         prev = digest.hexdigest()
         rows.append((n, event_id, "attempt:raw", n, "frame.received", 1, recorded_at, "raw",
-                     payload, prev))
+                     payload, prev, n))
     conn.execute("BEGIN IMMEDIATE")
     conn.execute("INSERT INTO ts_blobs VALUES (?,?,?)", (sha, len(data), data))
-    conn.executemany("INSERT INTO ts_events VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+    conn.executemany("INSERT INTO ts_events VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
     conn.execute("COMMIT")
     conn.close()
     return len(rows)
