@@ -132,3 +132,33 @@ def test_an_append_of_known_events_of_one_trace_is_one_locking_message(
     assert "max(version) FROM ts_events WHERE stream IN" in sent[2]
     assert "INSERT INTO ts_events" in " ".join(sent[3:-1])
     assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)
+
+
+def test_a_recorded_attempt_reads_nothing_outside_its_appends(
+        recorder: tuple[Any, list[Any]]) -> None:
+    """Opening a trace, starting an attempt, two feeds, the drain and its decision: six
+    transactions, and no statement outside them (the recorder decides from the rows it
+    wrote; nothing is read back)."""
+    rec, connections = recorder
+    data = CAPTURE.read_bytes()
+    half = len(data) // 2
+    rec.trace("t0").attempt("a0", api="anthropic-messages")  # the pool holds a connection
+
+    def record() -> None:
+        attempt = rec.trace("t1").attempt("a1", api="anthropic-messages")
+        attempt.feed(data[:half])
+        attempt.feed(data[half:])
+        attempt.drain()
+
+    sent = messages(connections, record)
+    outside, inside = [], False
+    for message in sent:
+        if message == 'Query "BEGIN"':
+            inside = True
+        elif message == 'Query "COMMIT"':
+            inside = False
+        elif not inside:
+            outside.append(message)
+    assert outside == []
+    assert sent.count('Query "BEGIN"') == sent.count('Query "COMMIT"') == 6
+    assert [e.type for e in rec.store.read(stream="attempt:a1")][-1] == "release.decided"

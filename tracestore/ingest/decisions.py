@@ -81,6 +81,10 @@ class DecisionPlanner:
         "Set when the trace stream moved past ``trace_events``: ``reset`` and read again."
         self.judges: dict[str, ReleaseJudge] = {}
         self.recorded: set[tuple[str, int | None]] = set()
+        self.head: int | None = None
+        """The trace's ``trace_version`` of the last event fed, when every event of the
+        trace up to it has been fed (its writer's own appends said where they follow on:
+        ``follow``); None when unknown, and then the log is read to catch up."""
 
     def feed(self, stored: StoredEvent) -> None:
         if stored.position <= self.position:
@@ -169,9 +173,23 @@ def decision_events(decision: ReleaseDecision, rule: RuleInForce,
                      trace_id=trace_id) for part, e in events]
 
 
+def follows_on(planner: DecisionPlanner, span: tuple[Any, int, int] | None) -> bool:
+    """Whether an append's rows (``AppendResult.trace_spans``' entry of the planner's
+    trace) come right after what the planner has seen: then nothing lies between."""
+    return span is not None and not planner.stale and planner.head == span[1]
+
+
 def catch_up(store: EventStore, planner: DecisionPlanner) -> None:
     """Feed ``planner`` the trace's events it has not seen (from the start when it is
-    stale).  Reads outside any write transaction: writers are not held up."""
+    stale).  Reads outside any write transaction: writers are not held up.
+
+    A planner that knows it has seen every event of the trace up to its writer's last
+    append (``head``) reads nothing: a decision that is final in that prefix is final
+    whatever follows, and an event another writer appends after it is read (with the
+    decisions it makes final) before this writer's next rows are fed (``feed_written``).
+    """
+    if planner.head is not None and not planner.stale:
+        return
     while True:
         if planner.stale:
             planner.reset(store.read(stream=planner.stream))
@@ -184,12 +202,24 @@ def catch_up(store: EventStore, planner: DecisionPlanner) -> None:
             return
 
 
-def feed_written(store: EventStore, planner: DecisionPlanner, written: Sequence[StoredEvent]) -> None:
+def feed_written(store: EventStore, planner: DecisionPlanner, written: Sequence[StoredEvent],
+                 span: tuple[Any, int, int] | None = None) -> None:
     """Feed ``planner`` the events its writer has just appended, as the writer built them
     (never read back and parsed again); the trace's events before them that the planner
-    has not seen yet (another writer's) are read first, so the order stays the log's."""
+    has not seen yet (another writer's) are read first, so the order stays the log's --
+    unless ``span`` (the append's ``trace_spans`` entry of this trace) shows they follow
+    on from what the planner has seen."""
     if not written:
         return
+    if follows_on(planner, span):
+        for stored in written:
+            planner.feed(stored)
+            if planner.stale:
+                planner.head = None
+                return
+        planner.head = span[2] if span is not None else None
+        return
+    planner.head = None
     if planner.stale and planner.position == 0:
         planner.reset(store.read(stream=planner.stream))
     for stored in store.iter_events(trace_id=planner.trace_id, after=planner.position,
@@ -201,6 +231,16 @@ def feed_written(store: EventStore, planner: DecisionPlanner, written: Sequence[
         planner.feed(stored)
         if planner.stale:
             return
+    if span is not None:  # the read above reached the rows: all before them are seen
+        planner.head = span[2]
+
+
+def trace_span(result: Any, trace_id: str | None) -> tuple[Any, int, int] | None:
+    """``result``'s (an ``AppendResult``) span of ``trace_id``, if it wrote to it."""
+    for span in getattr(result, "trace_spans", ()):
+        if span[0] == trace_id:
+            return span
+    return None
 
 
 def record_decisions(store: EventStore, trace_id: str,
@@ -224,12 +264,14 @@ def record_decisions(store: EventStore, trace_id: str,
             continue
         # The planner learns its own decisions as appended, not by reading them back
         # (when another writer stored some first, the next catch-up reads what is there).
+        if result.skipped_ids:  # another writer stored some first: read what is there
+            planner.head = None
         feed_written(store, planner, [] if result.skipped_ids else [
             # recorded_at None: a stand-in the planner reads, not a row (it has no time)
             StoredEvent(position, new.id, new.stream, 0, new.event.type, 0,
                         None,  # type: ignore[arg-type]
                         new.trace_id, new.event, "")
-            for position, new in zip(result.positions, due)])
+            for position, new in zip(result.positions, due)], trace_span(result, trace_id))
         return list(result.positions)
     raise StoreError(f"the decisions of trace {trace_id!r} could not be recorded: its rule "
                      f"or bindings changed {MAX_REPLANS} times while they were planned",
@@ -275,6 +317,6 @@ def recorded_disagreements(events: Sequence[StoredEvent], attempt_id: str,
 
 
 __all__ = ["DecisionPlanner", "Disagreement", "catch_up", "decide_attempt", "decision_events",
-           "decision_id", "feed_written",
+           "decision_id", "feed_written", "follows_on", "trace_span",
            "plan_decisions", "record_decisions",
            "recorded_decisions", "recorded_disagreements"]

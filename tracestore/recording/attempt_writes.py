@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
 from tracestore.events import AttemptStarted, CaptureSegment, FrameRejected
+from tracestore.ingest.decisions import trace_span
+from tracestore.recording.folding import feed_rows
 from tracestore.recording.rows import FrameRows, Row, fresh_ids, model_row
 from tracestore.recording.writer import current_batch
 
@@ -20,6 +22,12 @@ if TYPE_CHECKING:
 
 def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+#: Bytes of an attempt's stream up to which its trace's planner folds the rows as they are
+#: written (nothing read back to decide).  Past it, the judge's answer text would grow with
+#: the stream while it is being recorded; the rows are read back in batches when judged.
+FOLD_AS_WRITTEN_MAX = 1024 * 1024
 
 
 class AttemptWrites:
@@ -108,6 +116,12 @@ class AttemptWrites:
                                                        rec.versions)
             if isinstance(outcome, Exception):
                 raise outcome
+            planner = rec.planner(trace_id)
+            if self.capture.size <= FOLD_AS_WRITTEN_MAX:  # deciding reads none of it back
+                feed_rows(rec.store, planner, list(zip(outcome.positions, batch)),
+                          trace_span(outcome, trace_id))
+            else:  # a long answer is read back when it is judged: memory stays flat
+                planner.head = None
         except ExpectedVersionConflict as exc:
             self.failure = exc
             raise InputError(f"attempt {self.attempt_id!r} is already in the log",

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracestore.events import StoredEvent
-from tracestore.ingest.decisions import READ_BATCH, DecisionPlanner
+from tracestore.ingest.decisions import READ_BATCH, DecisionPlanner, follows_on, trace_span
 from tracestore.projections.release import ReleaseJudge
 
 _LEAN: weakref.WeakSet[ReleaseJudge] = weakref.WeakSet()
@@ -34,19 +34,28 @@ def _lean(judge: ReleaseJudge) -> bool:
 
 
 def feed_rows(store: Any, planner: DecisionPlanner, written: Sequence[tuple[int, Any]],
-              ) -> None:
+              span: tuple[Any, int, int] | None = None) -> None:
     """Feed ``planner`` the rows ``(position, row)`` its writer has just appended, in
     position order; the trace's events before them that it has not seen yet (another
-    writer's) are read first, so the order stays the log's (``feed_written``'s rule)."""
+    writer's) are read first, so the order stays the log's (``feed_written``'s rule) --
+    unless ``span`` (the appends' ``(trace, version before, version after)``) shows they
+    follow on from what the planner has seen: then nothing is read."""
     if not written:
         return
-    if planner.stale and planner.position == 0:
-        planner.reset(store.read(stream=planner.stream))
-    for stored in store.iter_events(trace_id=planner.trace_id, after=planner.position,
-                                    upto=written[0][0] - 1, batch_size=READ_BATCH):
-        planner.feed(stored)
-        if planner.stale:
-            return  # the rule or bindings changed: ``catch_up`` starts again from the log
+    if not follows_on(planner, span):
+        planner.head = None
+        if planner.stale and planner.position == 0:
+            planner.reset(store.read(stream=planner.stream))
+        for stored in store.iter_events(trace_id=planner.trace_id, after=planner.position,
+                                        upto=written[0][0] - 1, batch_size=READ_BATCH):
+            planner.feed(stored)
+            if planner.stale:
+                return  # the rule or bindings changed: ``catch_up`` starts again from the log
+    _fold_rows(planner, written)
+    planner.head = None if planner.stale or span is None else span[2]
+
+
+def _fold_rows(planner: DecisionPlanner, written: Sequence[tuple[int, Any]]) -> None:
     judges = planner.judges
     for position, row in written:
         frame = row.frame
@@ -67,4 +76,26 @@ def feed_rows(store: Any, planner: DecisionPlanner, written: Sequence[tuple[int,
             return
 
 
-__all__ = ["feed_rows"]
+def seed_new_trace(planner: DecisionPlanner, result: Any, opened: Sequence[Any]) -> None:
+    """A trace its writer has just opened (``result``, the append of ``opened``, found it
+    holding no row): its planner starts from those events as written, reading nothing.
+    Anything else (a trace joined, an id already stored) leaves the planner to read."""
+    span = trace_span(result, planner.trace_id)
+    if span is None or span[1] != 0 or planner.position != 0 or \
+            len(result.positions) != len(opened) or result.skipped_ids:
+        return
+    versions: dict[str, int] = {}
+    stored = []
+    for position, new in zip(result.positions, opened):
+        versions[new.stream] = versions.get(new.stream, 0) + 1
+        # recorded_at None: a stand-in the planner reads, not a row (it has no time)
+        stored.append(StoredEvent(position, new.id, new.stream, versions[new.stream],
+                                  new.event.type, 0, None,  # type: ignore[arg-type]
+                                  new.trace_id, new.event, ""))
+    planner.reset(stored)
+    for event in stored:
+        planner.feed(event)
+    planner.head = None if planner.stale else span[2]
+
+
+__all__ = ["feed_rows", "seed_new_trace"]

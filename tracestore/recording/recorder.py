@@ -46,6 +46,8 @@ from tracestore.recording.attempt_writes import (  # noqa: F401 - sha256_bytes r
     AttemptWrites, _now, sha256_bytes,
 )
 from tracestore.recording.rows import FrameRows
+from tracestore.recording.folding import seed_new_trace
+from tracestore.recording.writer import current_batch
 from tracestore.recording.stream import FeedResult, LiveCapture
 
 if TYPE_CHECKING:
@@ -174,10 +176,13 @@ class Recorder:
         bound = [NewEvent(stream, e, id=eid, trace_id=trace_id) for stream, eid, e in
                  binding_events(trace_id, _bindings(contract, binding))]
 
+        opening: list[NewEvent] = []  # what the build wrote, when the trace was new
+
         def build(view: Any) -> tuple[list[NewEvent], list[bytes]]:
             first = view.read(stream=trace_stream(trace_id), limit=1)
             if not first:
-                return [new, *bound], []
+                opening[:] = [new, *bound]
+                return opening, []
             known = first[0].event
             if rule is not None and known.task != rule:
                 raise InputError(f"trace {trace_id!r} already exists with another task rule; "
@@ -189,7 +194,9 @@ class Recorder:
             return [e for e in bound if not view.has_event(e.id)], []
 
         with self.lock:
-            self.store.append_with(build, traces=[trace_id])
+            result = self.store.append_with(build, traces=[trace_id])
+            if opening:
+                seed_new_trace(self.planner(trace_id), result, opening)
         return TraceRecorder(self, trace_id)
 
     def turn(self, trace_id: str, **trace_options: Any) -> Any:
@@ -232,7 +239,10 @@ class TraceRecorder:
                                   LiveCapture(api, framing), retry_of=retry_of,
                                   request=_recorded_request(
                                       request, self.recorder.secret_fields), reader=reader)
-        attempt._check_new()
+        if attempt.capture.api is None or retry_of is not None or current_batch() is not None:
+            # Otherwise its start, appended now, expects a new stream: a second start of
+            # the id is refused there (``attempt_exists``) without a read before it.
+            attempt._check_new()
         if attempt.capture.api is not None:
             with self.recorder.lock:  # ordered with every other append of this recorder
                 attempt._write(FeedResult(None))

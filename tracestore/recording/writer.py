@@ -356,19 +356,28 @@ class Batch:
 def _feed_planners(rec: Any, groups: list[Any], outcomes: list[Any]) -> None:
     """Feed each trace's decision planner the rows the batch appended, at the positions
     the store gave them (``feed_rows``): deciding then reads nothing of them back."""
+    from tracestore.ingest.decisions import trace_span
+    from tracestore.recording.folding import feed_rows
+
     written: dict[str, list[tuple[int, Any]]] = {}
+    spans: dict[str, Any] = {}
     for (attempt, events, _, _), outcome in zip(groups, outcomes):
         if isinstance(outcome, Exception):
             continue
-        written.setdefault(attempt.trace.trace_id, []).extend(zip(outcome.positions, events))
+        trace_id = attempt.trace.trace_id
+        written.setdefault(trace_id, []).extend(zip(outcome.positions, events))
+        # The groups of one transaction follow each other: the first's start, the last's end
+        span, first = trace_span(outcome, trace_id), spans.get(trace_id, ...)
+        if first is ...:
+            first = span
+        spans[trace_id] = None if span is None or first is None else \
+            (trace_id, first[1], span[2])
     planner = getattr(rec, "planner", None)
     if planner is None:
         return
-    from tracestore.recording.folding import feed_rows
-
     with rec.lock:
         for trace_id, rows in written.items():
-            feed_rows(rec.store, planner(trace_id), rows)
+            feed_rows(rec.store, planner(trace_id), rows, spans.get(trace_id))
 
 
 class Chunk:

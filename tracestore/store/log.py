@@ -402,6 +402,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                     if versions.get(stream, 0) != want:
                         raise _Unexpected  # nothing is written: the rows are not sent
                 first = position + 1
+                before = {trace: heads[trace][0] for trace in {e.trace_id for e in batch}}
                 for new in batch:
                     event_id, stream, type_name, payload_bytes = \
                         new.id, new.stream, new.type, new.payload
@@ -424,7 +425,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                          trace_version))
                     heads[trace_id] = (trace_version, digest)
                 shas = tuple(next(stored_blobs) for _ in blob_data)
-                results.append(AppendResult(Positions(first, position + 1 - first), (), shas))
+                results.append(AppendResult(
+                    Positions(first, position + 1 - first), (), shas,
+                    trace_spans=tuple((t, v, heads[t][0]) for t, v in before.items())))
         return results, versions
 
     def _put_fresh_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
@@ -532,10 +535,12 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         batch, blob_data = build(view)
         stored_blobs = self._put_blobs(conn, blob_data)
         heard = tap.written if tap is not None else None
+        before: dict[str | None, int] = {}
         written, skipped = self._insert(conn, batch, expected, head_position, heads,
-                                        view.recorded_at, heard)
+                                        view.recorded_at, heard, before)
         result = AppendResult(Positions(head_position + 1, written), tuple(skipped),
-                              tuple(stored_blobs))
+                              tuple(stored_blobs), trace_spans=tuple(
+                                  (t, v, heads[t][0]) for t, v in before.items()))
         if tap is None:
             return result
         more = tap.then(view, result)
@@ -569,13 +574,15 @@ class EventStore(StoreConnections, LogReads, RowsIO):
     def _insert(self, conn: Connection, batch: Iterable[NewEvent | SerializedEvent],
                 expected: Mapping[str, int], head_position: int, heads: Heads,
                 recorded_at: str, heard: Callable[..., None] | None = None,
+                before: dict[str | None, int] | None = None,
                 ) -> tuple[int, list[str]]:
         """Write ``batch`` in chunks of ``_APPEND_CHUNK`` rows, all in the caller's
         transaction: a lazily planned ingest of a million events never exists in memory
         at once, and the chains, versions and idempotence carry across chunks.  Returns how
         many rows were written (at ``head_position + 1 …``) and the ids skipped; ``heads``
         (each trace's last version and hash) is read as needed and kept up to date.
-        ``heard(position, version, new, digest)`` is called for each row written."""
+        ``heard(position, version, new, digest)`` is called for each row written;
+        ``before`` gets each trace's version as it stood before the batch."""
         versions = self._stream_versions(conn, sorted(expected))
         for stream, want in expected.items():
             have = versions.get(stream, 0)
@@ -589,7 +596,10 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         seen: set[str] = set()
         position = head_position
         for chunk in _chunks(batch, _APPEND_CHUNK):
-            self._load_heads(conn, heads, {e.trace_id for e in chunk})
+            traces = {e.trace_id for e in chunk}
+            self._load_heads(conn, heads, traces)
+            if before is not None:
+                before.update((t, heads[t][0]) for t in traces if t not in before)
             existing = self._existing_ids(conn, [e.id for e in chunk if not e.fresh_id])
             fresh_streams = sorted({e.stream for e in chunk} - known_streams)
             versions.update(self._stream_versions(conn, fresh_streams))
