@@ -116,8 +116,8 @@ def test_a_pooled_connection_the_server_ended_while_idle_is_replaced(
 def test_an_append_of_known_events_of_one_trace_is_one_locking_message(
         recorder: tuple[Any, list[Any]]) -> None:
     """A release decision (``append`` of events naming their trace): BEGIN, the message
-    with the trace's lock, its positions and its head, the streams' versions, the insert,
-    COMMIT -- never the store-wide lock taken exclusively."""
+    with the trace's lock, its positions, its head, the streams' versions and which ids
+    are stored, the insert, COMMIT -- never the store-wide lock taken exclusively."""
     from tracestore.events import FrameReceived, NewEvent, attempt_stream
 
     rec, connections = recorder
@@ -126,11 +126,12 @@ def test_an_append_of_known_events_of_one_trace_is_one_locking_message(
         attempt_id="a0", api="openai-responses",
         native={"type": "response.output_text.delta", "delta": "x"}), trace_id="t0")
     sent = messages(connections, lambda: rec.store.append([event]))
-    assert round_trips(sent) == 5, sent
+    assert round_trips(sent) == 4, sent
     assert sent[0] == 'Query "BEGIN"' and sent[-1] == 'Query "COMMIT"', sent
     assert "pg_advisory_xact_lock_shared" in sent[1] and "ts_reserve_positions(1)" in sent[1]
-    assert "max(version) FROM ts_events WHERE stream IN" in sent[2]
-    assert "INSERT INTO ts_events" in " ".join(sent[3:-1])
+    assert "max(version) FROM ts_events WHERE stream = ANY" in sent[1]
+    assert "SELECT id FROM ts_events WHERE id = ANY" in sent[1]
+    assert "INSERT INTO ts_events" in sent[2]
     assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)
 
 

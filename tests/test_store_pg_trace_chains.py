@@ -50,12 +50,13 @@ class HeldAppend:
         self.outcome: list[Any] = []
         original = store._append_fresh_in
 
-        def held(conn: Any, groups: Any, known: Any, head: int, heads: Any) -> Any:
+        def held(conn: Any, groups: Any, known: Any, head: int, heads: Any,
+                 *looked_up: Any) -> Any:
             if groups[0][1][0].trace_id == trace:
                 self.head = head
                 self.inside.set()
                 assert self.go.wait(HANG_GUARD_S)
-            return original(conn, groups, known, head, heads)
+            return original(conn, groups, known, head, heads, *looked_up)
 
         store._append_fresh_in = held  # type: ignore[method-assign]
         self.thread = threading.Thread(target=lambda: self.outcome.append(

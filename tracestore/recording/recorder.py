@@ -33,7 +33,7 @@ from tracestore.events import (
     TraceOpened, TransportDrained, attempt_stream, trace_stream,
 )
 from tracestore.ingest.plan import (
-    DRAIN_OUTCOMES, binding_events, check_binding_conflicts, event_id,
+    DRAIN_OUTCOMES, binding_events, event_id,
 )
 from tracestore.projections.release import ReleaseDecision
 from tracestore.ingest.decisions import DecisionPlanner, decide_attempt, record_decisions
@@ -46,7 +46,7 @@ from tracestore.recording.attempt_writes import (  # noqa: F401 - sha256_bytes r
     AttemptWrites, _now, sha256_bytes,
 )
 from tracestore.recording.rows import FrameRows
-from tracestore.recording.folding import seed_new_trace
+from tracestore.recording.trace_open import open_trace
 from tracestore.recording.writer import current_batch
 from tracestore.recording.stream import FeedResult, LiveCapture
 
@@ -176,27 +176,8 @@ class Recorder:
         bound = [NewEvent(stream, e, id=eid, trace_id=trace_id) for stream, eid, e in
                  binding_events(trace_id, _bindings(contract, binding))]
 
-        opening: list[NewEvent] = []  # what the build wrote, when the trace was new
-
-        def build(view: Any) -> tuple[list[NewEvent], list[bytes]]:
-            first = view.read(stream=trace_stream(trace_id), limit=1)
-            if not first:
-                opening[:] = [new, *bound]
-                return opening, []
-            known = first[0].event
-            if rule is not None and known.task != rule:
-                raise InputError(f"trace {trace_id!r} already exists with another task rule; "
-                                 "`tracestore task` appends a new version",
-                                 code="trace_conflict", trace_id=trace_id)
-            if bound:
-                check_binding_conflicts(view.read(stream=trace_stream(trace_id)), bound,
-                                        trace_id)
-            return [e for e in bound if not view.has_event(e.id)], []
-
         with self.lock:
-            result = self.store.append_with(build, traces=[trace_id])
-            if opening:
-                seed_new_trace(self.planner(trace_id), result, opening)
+            open_trace(self, trace_id, [new, *bound], rule)
         return TraceRecorder(self, trace_id)
 
     def turn(self, trace_id: str, **trace_options: Any) -> Any:

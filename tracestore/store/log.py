@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from tracestore.store.bulk import paused_gc
 from tracestore.store.pg_bulk import (
     COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise, pg_last_row,
-    pg_result_sets, pg_text_array, pg_trace_append_sql, pg_trace_lock_sql,
+    pg_lookups_sql, pg_result_sets, pg_versions_sql, pg_text_array, pg_trace_append_sql, pg_trace_lock_sql,
 )
 from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
@@ -192,23 +192,40 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         """``append`` on PostgreSQL of events that all name their trace: their count is
         known, so ONE message takes their traces' locks, reserves their positions and
         reads the heads, as a recorder's append does."""
+        lookups = None
+        if len(batch) <= _APPEND_CHUNK:  # its streams and ids: asked with the locks
+            lookups = (sorted({e.stream for e in batch} | set(expected)),
+                       [e.id for e in batch])
         return self._append_to_traces(_given(batch, blob_data), expected,
-                                      sorted({str(e.trace_id) for e in batch}), len(batch))
+                                      sorted({str(e.trace_id) for e in batch}), len(batch),
+                                      lookups)
 
     def _append_to_traces(
         self, build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
         expected: Mapping[str, int], traces: Sequence[str], rows: int = 0,
+        lookups: tuple[list[str], list[str]] | None = None,
     ) -> AppendResult:
         """``append_with(..., traces=)`` on PostgreSQL: the traces' locks and heads in one
         message (with ``rows`` positions reserved when the count is known), the build,
         its positions reserved after it otherwise (``ts_reserve_positions``), and its rows
         written.
         An event of another trace is refused (``append_refused``): it would be written
-        without its trace's lock."""
+        without its trace's lock.  ``lookups`` ``(streams, ids)`` of a batch known before
+        (one chunk): their versions and which ids are stored are read in that message too,
+        and the insert asks nothing more."""
         try:
             with paused_gc(), self._write_transaction() as conn:
                 literal = pg_text_array(conn, sorted(set(traces)))
-                sets = pg_result_sets(conn, pg_trace_lock_sql(_PG_APPEND_LOCK, literal, rows))
+                sql = pg_trace_lock_sql(_PG_APPEND_LOCK, literal, rows)
+                if lookups is not None:
+                    sql += pg_lookups_sql(pg_text_array(conn, lookups[0]),
+                                          pg_text_array(conn, lookups[1]))
+                sets = pg_result_sets(conn, sql)
+                looked_up = None
+                if lookups is not None:
+                    *sets, versions, ids = sets
+                    looked_up = ({stream: int(v) for stream, v in versions},
+                                 {row[0] for row in ids})
                 heads: Heads = {trace: (0, GENESIS_HASH) if version is None
                                 else (int(version), digest) for trace, version, digest in sets[-1]}
                 view = WriteView(conn, 0, utc_now(), self)
@@ -220,7 +237,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                 first = sets[-2][0][0] if rows else conn.exec_driver_sql(
                     f"SELECT ts_reserve_positions({max(len(batch), 1)})").scalar_one()
                 return self._append_in(conn, _given(batch, blob_data), expected, None,
-                                       int(first) - 1, heads)
+                                       int(first) - 1, heads, looked_up)
         except integrity_errors() as exc:
             raise _refused(exc) from exc
         except driver_errors() as exc:
@@ -348,9 +365,11 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         for attempt in (0, 1):
             try:
                 with paused_gc(), self._write_transaction() as conn:
-                    head, heads = self._locked_traces(conn, groups)
-                    outcome = self._append_fresh_in(conn, groups, known if attempt == 0
-                                                    else {}, head, heads)
+                    memory = known if attempt == 0 else {}
+                    head, heads, looked_up = self._locked_traces(
+                        conn, groups, _unknown_streams(groups, memory))
+                    outcome = self._append_fresh_in(conn, groups, memory, head, heads,
+                                                    looked_up)
             except integrity_errors():
                 continue  # a version moved on behind the caller's memory: read them all
             except _Unexpected:
@@ -376,14 +395,16 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                                                        Mapping[str, int] | None,
                                                        Sequence[bytes]]],
         known: Mapping[str, int], head: int, heads: Heads,
+        looked_up: dict[str, int] | None = None,
     ) -> tuple[list[AppendResult], dict[str, int]]:
         """The single insert of ``append_fresh_groups`` (``_Unexpected`` when an expected
-        version does not hold: nothing is written)."""
+        version does not hold: nothing is written).  ``looked_up``: the versions of the
+        streams ``known`` lacks, read with the locks already."""
         mark = self._mark
-        unknown = sorted({e.stream for _, batch, _, _ in groups for e in batch} - set(known)
-                         | {s for _, _, expected, _ in groups for s in expected or ()})
+        unknown = [] if looked_up is not None else _unknown_streams(groups, known)
         versions = {stream: known[stream] for _, batch, _, _ in groups for stream in
                     {e.stream for e in batch} if stream in known}
+        versions.update(looked_up or {})
         for start in range(0, len(unknown), ID_QUERY_CHUNK):
             chunk = unknown[start:start + ID_QUERY_CHUNK]
             versions.update(conn.exec_driver_sql(
@@ -489,24 +510,34 @@ class EventStore(StoreConnections, LogReads, RowsIO):
 
     def _locked_traces(self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
                                                                      Any, Any]],
-                       ) -> tuple[int, Heads]:
-        """Lock what an append of given rows needs: ``(head position, trace heads)``.
+                       unknown: Sequence[str] = (),
+                       ) -> tuple[int, Heads, dict[str, int] | None]:
+        """Lock what an append of given rows needs: ``(head position, trace heads, the
+        versions of the ``unknown`` streams or None when they are still to be read)``.
 
         On PostgreSQL, when every row names its trace, ONE round trip takes the append
-        lock shared, the traces' own locks, a block of positions and the traces' heads
-        (``pg_trace_append_sql``).  Otherwise (SQLite; a row of the store's own chain) the
-        write lock is taken whole and the heads are read as the rows need them."""
+        lock shared, the traces' own locks, a block of positions, the traces' heads
+        (``pg_trace_append_sql``) and the versions of the streams ``unknown`` names.
+        Otherwise (SQLite; a row of the store's own chain) the write lock is taken whole
+        and the heads are read as the rows need them."""
         traces = sorted({e.trace_id for _, batch, _, _ in groups for e in batch},
                         key=lambda t: (t is None, t or ""))
         if self._dialect != "postgresql" or not traces or traces[-1] is None:
-            return self._locked_head(conn), {}
+            return self._locked_head(conn), {}, None
         rows = sum(len(batch) for _, batch, _, _ in groups)
         literal = pg_text_array(conn, traces)
-        *_, reserved, heads = pg_result_sets(
-            conn, pg_trace_append_sql(_PG_APPEND_LOCK, literal, rows))
+        sql = pg_trace_append_sql(_PG_APPEND_LOCK, literal, rows)
+        if unknown and len(unknown) <= ID_QUERY_CHUNK:
+            sql += pg_versions_sql(pg_text_array(conn, unknown))
+        sets = pg_result_sets(conn, sql)
+        looked_up = None
+        if unknown and len(unknown) <= ID_QUERY_CHUNK:
+            *sets, versions = sets
+            looked_up = {stream: int(v) for stream, v in versions}
+        *_, reserved, heads = sets
         return int(reserved[0][0]) - 1, {
             trace: (0, GENESIS_HASH) if version is None else (int(version), digest)
-            for trace, version, digest in heads}
+            for trace, version, digest in heads}, looked_up
 
     def _load_heads(self, conn: Connection, heads: Heads,
                     traces: Iterable[str | None]) -> None:
@@ -525,7 +556,8 @@ class EventStore(StoreConnections, LogReads, RowsIO):
     def _append_in(self, conn: Connection,
                    build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
                    expected: Mapping[str, int], tap: Tap | None = None,
-                   head: int | None = None, heads: Heads | None = None) -> AppendResult:
+                   head: int | None = None, heads: Heads | None = None,
+                   looked_up: tuple[dict[str, int], set[str]] | None = None) -> AppendResult:
         """One append in the caller's locked transaction; ``head`` (position) when it was
         read under the lock just now (else it is read here), ``heads`` the trace heads
         read with it."""
@@ -537,7 +569,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         heard = tap.written if tap is not None else None
         before: dict[str | None, int] = {}
         written, skipped = self._insert(conn, batch, expected, head_position, heads,
-                                        view.recorded_at, heard, before)
+                                        view.recorded_at, heard, before, looked_up)
         result = AppendResult(Positions(head_position + 1, written), tuple(skipped),
                               tuple(stored_blobs), trace_spans=tuple(
                                   (t, v, heads[t][0]) for t, v in before.items()))
@@ -575,6 +607,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                 expected: Mapping[str, int], head_position: int, heads: Heads,
                 recorded_at: str, heard: Callable[..., None] | None = None,
                 before: dict[str | None, int] | None = None,
+                looked_up: tuple[dict[str, int], set[str]] | None = None,
                 ) -> tuple[int, list[str]]:
         """Write ``batch`` in chunks of ``_APPEND_CHUNK`` rows, all in the caller's
         transaction: a lazily planned ingest of a million events never exists in memory
@@ -582,8 +615,10 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         many rows were written (at ``head_position + 1 …``) and the ids skipped; ``heads``
         (each trace's last version and hash) is read as needed and kept up to date.
         ``heard(position, version, new, digest)`` is called for each row written;
-        ``before`` gets each trace's version as it stood before the batch."""
-        versions = self._stream_versions(conn, sorted(expected))
+        ``before`` gets each trace's version as it stood before the batch.  ``looked_up``
+        ``(versions, stored ids)`` of a one-chunk batch, read already under its locks."""
+        versions = self._stream_versions(conn, sorted(expected)) if looked_up is None \
+            else dict(looked_up[0])
         for stream, want in expected.items():
             have = versions.get(stream, 0)
             if have != want:
@@ -600,10 +635,13 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             self._load_heads(conn, heads, traces)
             if before is not None:
                 before.update((t, heads[t][0]) for t in traces if t not in before)
-            existing = self._existing_ids(conn, [e.id for e in chunk if not e.fresh_id])
-            fresh_streams = sorted({e.stream for e in chunk} - known_streams)
-            versions.update(self._stream_versions(conn, fresh_streams))
-            known_streams.update(fresh_streams)
+            if looked_up is not None:
+                existing = looked_up[1]
+            else:
+                existing = self._existing_ids(conn, [e.id for e in chunk if not e.fresh_id])
+                fresh_streams = sorted({e.stream for e in chunk} - known_streams)
+                versions.update(self._stream_versions(conn, fresh_streams))
+                known_streams.update(fresh_streams)
             with self._row_sink(conn, len(chunk)) as put:
                 for new in chunk:
                     event_id, stream = new.id, new.stream
@@ -669,6 +707,14 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         with self._row_sink(conn, len(rows)) as put:
             for row in rows:
                 put(row)
+
+
+def _unknown_streams(groups: Sequence[tuple[Any, Sequence[Any], Any, Any]],
+                     known: Mapping[str, int]) -> list[str]:
+    """The streams of ``groups`` whose versions must be read: those ``known`` lacks, and
+    every stream a group expects at a version."""
+    return sorted({e.stream for _, batch, _, _ in groups for e in batch} - set(known)
+                  | {s for _, _, expected, _ in groups for s in expected or ()})
 
 
 class _Unexpected(Exception):

@@ -176,6 +176,21 @@ def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
     return pg_trace_lock_sql(lock, traces_literal, max(int(rows), 1))
 
 
+def pg_lookups_sql(streams_literal: str, ids_literal: str) -> str:
+    """Two statements to append to an append's locking message when its events are known
+    before it (``EventStore.append`` of events naming their traces): the streams'
+    versions, then which of the ids are stored -- read under the traces' locks, in the
+    same round trip."""
+    return (f"{pg_versions_sql(streams_literal)}; SELECT id FROM ts_events WHERE id = ANY("
+            f"{ids_literal})")
+
+
+def pg_versions_sql(streams_literal: str) -> str:
+    """A statement to append to an append's locking message: the streams' versions."""
+    return (f"; SELECT stream, max(version) FROM ts_events WHERE stream = ANY("
+            f"{streams_literal}) GROUP BY stream")
+
+
 def pg_settled_condition(column: str = "txid") -> str:
     """A condition on ``ts_events`` rows keeping those a reader paging by position may
     pass (``LogReads.settled_sql``): written by a transaction older than every write
