@@ -79,9 +79,9 @@ def test_a_store_is_partitioned_keeps_its_rows_and_takes_appends(pg_url: str) ->
     before = layout(pg_url)
     code, out, err = partition("--db", pg_url, "--partitions", "4")
     assert (code, err) == (0, "")
-    assert out == {"db": out["db"], "partitions": 4, "tables": [
-        {"table": "ts_events", "key": "trace_key", "rows": 3},
-        {"table": "ts_blobs", "key": "sha256", "rows": 1}]}
+    assert out == {"db": out["db"], "partition_count": 4, "tables": [
+        {"table": "ts_events", "key": "trace_key", "row_count": 3},
+        {"table": "ts_blobs", "key": "sha256", "row_count": 1}]}
     after = layout(pg_url)
     assert after["kinds"] == [("ts_blobs", "p"), ("ts_events", "p")]
     assert after["partitions"] == [
@@ -107,9 +107,9 @@ def test_an_empty_database_gets_the_schema_partitioned() -> None:
         pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
     url = _fresh_pg_url()
     code, out, _ = partition("--db", url)
-    assert code == 0 and out["partitions"] == 8
-    assert [(t["table"], t["rows"]) for t in out["tables"]] == [("ts_events", 0),
-                                                                ("ts_blobs", 0)]
+    assert code == 0 and out["partition_count"] == 8
+    assert [(t["table"], t["row_count"]) for t in out["tables"]] == [("ts_events", 0),
+                                                                     ("ts_blobs", 0)]
     assert layout(url)["kinds"] == [("ts_blobs", "p"), ("ts_events", "p")]
 
 

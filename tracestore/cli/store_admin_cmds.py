@@ -29,8 +29,8 @@ def partition(
 
     done = partition_store(db, partitions)
     if as_json:
-        emit_json({"db": done.url, "partitions": done.partitions,
-                   "tables": [{"table": table, "key": key, "rows": rows}
+        emit_json({"db": done.url, "partition_count": done.partitions,
+                   "tables": [{"table": table, "key": key, "row_count": rows}
                               for table, key, rows in done.tables]})
         return
     tables = ", ".join(f"{table} by hash of {key} ({rows} rows)"
