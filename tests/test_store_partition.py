@@ -131,8 +131,9 @@ def test_a_partition_count_out_of_range_is_refused_and_changes_nothing(
     assert before["kinds"] == [("ts_blobs", "r"), ("ts_events", "r")]
 
 
-@pytest.mark.parametrize("db", ["file", "sqlite:///{tmp}/new.db", "sqlite://"])
-def test_a_sqlite_store_is_refused_and_no_file_is_made(tmp_path: Path, db: str) -> None:
+@pytest.mark.parametrize("db", ["file", "sqlite:///{tmp}/new.db", "sqlite://",
+                                "mysql://someone@localhost/db"])
+def test_a_store_that_is_not_postgresql_is_refused_and_no_file_is_made(tmp_path: Path, db: str) -> None:
     existing = tmp_path / "store.db"
     with EventStore(f"sqlite:///{existing}") as store:
         store.append([frame("a", "1")])

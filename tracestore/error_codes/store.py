@@ -47,7 +47,7 @@ POSITION_OUT_OF_RANGE: Final = _code("position_out_of_range", 2, "A position opt
 PARTITION_COUNT_INVALID: Final = _code("partition_count_invalid", 2, "The "
     "--partitions of store partition is not a whole number from 2 to 1024.")
 PARTITION_NEEDS_POSTGRESQL: Final = _code("partition_needs_postgresql", 2, "Only a PostgreSQL "
-    "store can be partitioned; the --db given is a SQLite store.")
+    "store can be partitioned; the --db given is a SQLite store or another database.")
 STORE_ALREADY_PARTITIONED: Final = _code("store_already_partitioned", 3, "The store's tables "
     "are partitioned already; nothing was changed.")
 PARTITION_REFUSED: Final = _code("partition_refused", 3, "The database refused to rebuild the "

@@ -58,8 +58,8 @@ def check_partitions(partitions: int) -> None:
 def partition_store(url: str | None, partitions: int = 8) -> Partitioned:
     """Make the PostgreSQL store at ``url`` hash-partitioned into ``partitions`` (created
     and migrated first when the database is empty or older).  Refused, with nothing
-    written: a count out of range (``partition_count_invalid``), a SQLite store
-    (``partition_needs_postgresql``), a store already partitioned
+    written: a count out of range (``partition_count_invalid``), a SQLite (or any
+    other non-PostgreSQL) URL (``partition_needs_postgresql``), a store already partitioned
     (``store_already_partitioned``); a database refusing the rebuild rolls it back
     (``partition_refused``)."""
     from tracestore.store import engine as engines
@@ -67,10 +67,10 @@ def partition_store(url: str | None, partitions: int = 8) -> Partitioned:
 
     check_partitions(partitions)
     resolved = engines.resolve_url(url)
-    if engines.is_sqlite(resolved):
-        raise InputError(f"{masked_url(resolved)} is a SQLite store: only a PostgreSQL store "
-                         "can be partitioned (a SQLite file is never distributed)",
-                         code="partition_needs_postgresql")
+    if engines.make_url(resolved).get_backend_name() != "postgresql":
+        kind = "a SQLite store" if engines.is_sqlite(resolved) else "not PostgreSQL"
+        raise InputError(f"{masked_url(resolved)} is {kind}: only a PostgreSQL store can be "
+                         "partitioned", code="partition_needs_postgresql")
     from sqlalchemy.exc import DBAPIError
 
     from tracestore.store.log import EventStore
