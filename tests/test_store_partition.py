@@ -160,3 +160,27 @@ def test_a_rebuild_the_database_refuses_rolls_back_whole(pg_url: str) -> None:
     assert (code, out, error_code(err)) == (3, None, "partition_refused")
     assert "nothing was changed" in err
     assert layout(pg_url) == before
+
+
+def test_an_export_imports_into_a_partitioned_store_with_its_hashes(tmp_path: Path) -> None:
+    if not PG_URL:
+        pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
+    source = f"sqlite:///{tmp_path / 'source.db'}"
+    with EventStore(source) as store:
+        store.append([frame("a", "1"), frame("b", "1")], blob_data=[b"capture"])
+        store.append([frame(None, "s"), frame("a", "2")])
+        want = [(e.position, e.trace_id, e.hash) for e in store.read()]
+    exported = runner.invoke(app, ["export", "--db", source, "--format", "jsonl"])
+    assert exported.exit_code == 0, exported.output
+    url = _fresh_pg_url()
+    assert partition("--db", url)[0] == 0
+    imported = runner.invoke(app, ["import", "-", "--db", url, "--json"],
+                             input=exported.stdout)
+    assert imported.exit_code == 0, imported.output
+    assert json.loads(imported.stdout)["same_hashes"] is True
+    with EventStore(url) as store:
+        assert [(e.position, e.trace_id, e.hash) for e in store.read()] == want
+        keys = store.fetch_driver("SELECT position, trace_key FROM ts_events ORDER BY position",
+                                  (), during="the test")
+        assert [tuple(row) for row in keys] == [(1, "a"), (2, "b"), (3, ""), (4, "a")]
+        assert store.verify().ok
