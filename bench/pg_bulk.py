@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import make_big_projection, run_lib  # noqa: E402  (bench/ingest.py: same input, same call)
 
 COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at, trace_id, "
-           "payload, hash, trace_version")
+           "payload, hash, trace_version, trace_key")
 
 
 def fresh_db(url: str) -> str:
@@ -85,7 +85,7 @@ def run_many(rows: list[tuple], blobs: list[tuple], db: str) -> int:
             cur.executemany("INSERT INTO ts_blobs (sha256, size, data) VALUES (%s, %s, %s)",
                             blobs)
             cur.executemany(f"INSERT INTO ts_events ({COLUMNS}) VALUES "
-                            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
+                            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", rows)
         conn.commit()
     return len(rows)
 

@@ -2,7 +2,8 @@
 
 ``store`` runs each store contract test against every backend: a SQLite file, SQLite in
 memory, and PostgreSQL when ``TRACESTORE_TEST_PG_URL`` names a server (``.ci/run`` starts
-one when the machine has PostgreSQL; elsewhere those cases are skipped, visibly).
+one when the machine has PostgreSQL; elsewhere those cases are skipped, visibly) -- plain,
+and (marked slow) with its tables hash-partitioned by trace.
 """
 
 from __future__ import annotations
@@ -40,7 +41,20 @@ def _fresh_pg_url() -> str:
     return PG_URL.rsplit("/", 1)[0] + "/" + name
 
 
-@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgresql"])
+def _partitioned_pg_url() -> str:
+    """A new database holding a migrated store whose tables are hash-partitioned into 8
+    (``tracestore store partition``): the stand-in for a store distributed by trace."""
+    from tracestore.store.partition import partition_store
+
+    url = _fresh_pg_url()
+    partition_store(url, 8)
+    return url
+
+
+# ``postgresql-partitioned`` runs every store contract test once more on partitioned
+# tables; it is slow (a database, a migration and a rebuild per test), so ``-m slow`` runs it.
+@pytest.fixture(params=["sqlite-file", "sqlite-memory", "postgresql",
+                        pytest.param("postgresql-partitioned", marks=pytest.mark.slow)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite-file":
         return f"sqlite:///{tmp_path / 'store.db'}"
@@ -48,6 +62,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return "sqlite://"
     if not PG_URL:
         pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
+    if request.param == "postgresql-partitioned":
+        return _partitioned_pg_url()
     return _fresh_pg_url()
 
 

@@ -22,15 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import concurrent_recorders as conc  # noqa: E402
 import kill_recorder as kill  # noqa: E402
 from clihelp import restore_triggers  # noqa: E402
-from conftest import PG_URL, _fresh_pg_url  # noqa: E402
+from conftest import PG_URL, _fresh_pg_url, _partitioned_pg_url  # noqa: E402
 
 
-@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql", pytest.param(
+    "postgresql-partitioned", marks=pytest.mark.slow)])
 def test_four_processes_recording_live_attempts_lose_and_duplicate_nothing(
         tmp_path: Path, backend: str, capsys) -> None:
-    if backend == "postgresql" and not PG_URL:
+    if backend != "sqlite" and not PG_URL:
         pytest.skip("no PostgreSQL server (set TRACESTORE_TEST_PG_URL)")
-    url = f"sqlite:///{tmp_path / 'c.db'}" if backend == "sqlite" else _fresh_pg_url()
+    url = (f"sqlite:///{tmp_path / 'c.db'}" if backend == "sqlite" else
+           _partitioned_pg_url() if backend == "postgresql-partitioned" else _fresh_pg_url())
     assert conc.run(url, processes=4, attempts=12)
     out = capsys.readouterr().out
     assert "48 attempts, 192 appends" in out and "invariants: all hold" in out

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, PG_URL, _fresh_pg_url
+from tests.conftest import FIXTURES, PG_URL, _fresh_pg_url, _partitioned_pg_url
 from tracestore.errors import StoreError
 from tracestore.events import FrameReceived, NewEvent, attempt_stream
 from tracestore.ingest import plan_ingest
@@ -81,6 +81,16 @@ def test_copy_and_insert_store_the_same_log_in_every_column(
     assert len(copies) >= 2  # the 6,000-frame capture spans two chunks, each one COPY
     assert len(copied[0]) == len(plain[0]) > 6000
     assert copied == plain
+
+
+@pytest.mark.slow
+def test_copy_into_hash_partitioned_tables_stores_the_same_log(
+        monkeypatch: pytest.MonkeyPatch, copies: list[str]) -> None:
+    monkeypatch.setattr(store_log, "utc_now", lambda: "2026-12-02T00:00:00.000000+00:00")
+    plain = ingest_all(_fresh_pg_url(), NEVER)
+    partitioned = ingest_all(_partitioned_pg_url(), ALWAYS)
+    assert len(copies) >= 2
+    assert partitioned == plain
 
 
 def test_a_large_append_on_postgresql_is_copied_and_a_small_one_inserted(

@@ -81,7 +81,7 @@ def test_a_recorder_feed_is_begin_trace_lock_and_head_one_insert_per_table_commi
         assert round_trips(sent) == 5, sent
         assert sent[0] == 'Query "BEGIN"' and sent[-1] == 'Query "COMMIT"', sent
         assert "pg_advisory_xact_lock_shared" in sent[1] and "ts_reserve_positions" in sent[1]
-        assert "WHERE trace_id = t ORDER BY position DESC LIMIT 1" in sent[1]
+        assert "WHERE trace_key = t AND trace_id = t ORDER BY position DESC LIMIT 1" in sent[1]
         assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)  # never exclusive
         text = " ".join(sent)
         assert text.count("INSERT INTO ts_blobs") <= 1 and "ON CONFLICT" in text

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import PG_URL, _fresh_pg_url
+from tests.conftest import PG_URL, _fresh_pg_url, _partitioned_pg_url
 from tracestore.events import FrameReceived, SerializedEvent, attempt_stream
 from tracestore.recording.rows import fresh_ids
 from tracestore.store.append_types import canonical_payload
@@ -35,9 +35,10 @@ def rows(trace: str, count: int) -> list[SerializedEvent]:
             for n, event_id in enumerate(fresh_ids(count))]
 
 
-@pytest.fixture
-def store() -> Iterator[EventStore]:
-    with EventStore(_fresh_pg_url()) as opened:
+@pytest.fixture(params=["plain", pytest.param("partitioned", marks=pytest.mark.slow)])
+def store(request: pytest.FixtureRequest) -> Iterator[EventStore]:
+    url = _partitioned_pg_url() if request.param == "partitioned" else _fresh_pg_url()
+    with EventStore(url) as opened:
         yield opened
 
 

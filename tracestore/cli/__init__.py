@@ -21,7 +21,7 @@ _COMMAND_MODULES = (
     "store_cmds", "log_cmds", "bulk_cmds", "checkpoint_cmds", "release_cmds", "review_cmds",
     "evidence_cmds", "reviewer_cmds", "queue_cmds", "judge_cmds",
     "recording_cmds", "contract_cmds", "agent_cmds", "report_cmds", "export_cmds",
-    "proxy_cmds", "serve_cmds", "mock_cmds",
+    "proxy_cmds", "serve_cmds", "mock_cmds", "store_admin_cmds",
 )
 # Where each command lives (tests/test_startup.py checks this against the modules).
 COMMAND_HOMES = {
@@ -36,6 +36,7 @@ COMMAND_HOMES = {
     "scenario-schema": "recording_cmds", "contract": "contract_cmds", "grade": "agent_cmds",
     "report": "report_cmds", "export": "export_cmds", "import": "export_cmds",
     "proxy": "proxy_cmds", "serve": "serve_cmds", "mock": "mock_cmds",
+    "store": "store_admin_cmds",
 }
 
 

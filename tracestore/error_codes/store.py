@@ -44,6 +44,14 @@ REVIEWER_REGISTRATION_INVALID: Final = _code("reviewer_registration_invalid", 3,
     "registration was not signed by an admin registered before it (or was edited after).")
 POSITION_OUT_OF_RANGE: Final = _code("position_out_of_range", 2, "A position option is outside "
     "the range of positions.")
+PARTITION_COUNT_INVALID: Final = _code("partition_count_invalid", 2, "The "
+    "--partitions of store partition is not a whole number from 2 to 1024.")
+PARTITION_NEEDS_POSTGRESQL: Final = _code("partition_needs_postgresql", 2, "Only a PostgreSQL "
+    "store can be partitioned; the --db given is a SQLite store or another database.")
+STORE_ALREADY_PARTITIONED: Final = _code("store_already_partitioned", 3, "The store's tables "
+    "are partitioned already; nothing was changed.")
+PARTITION_REFUSED: Final = _code("partition_refused", 3, "The database refused to rebuild the "
+    "store's tables as partitioned ones; nothing was changed.")
 
 # -- lookups ---------------------------------------------------------------------------------
 ATTEMPT_NOT_FOUND: Final = _code("attempt_not_found", 4, "No such attempt (or agent run) in the "

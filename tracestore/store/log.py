@@ -74,7 +74,8 @@ _TRACE_HEAD_SQL = {True: "SELECT trace_version, hash FROM ts_events WHERE trace_
                           "ORDER BY position DESC LIMIT 1"}
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
 _COPY_EVENTS_SQL = ("COPY ts_events (position, id, stream, version, type, schema_version, "
-                    "recorded_at, trace_id, payload, hash, trace_version) FROM STDIN")
+                    "recorded_at, trace_id, payload, hash, trace_version, trace_key) FROM STDIN")
+_TRACE_ID = 7  # where a row tuple holds its trace id (PostgreSQL adds its trace key from it)
 Heads = dict  # trace id (None: the store's own) -> (trace version, hash) of its last row
 
 
@@ -126,10 +127,14 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         mark = self._mark
         self._pg_bytewise: bool | None = None
         "Whether the server orders ids by their bytes (PostgreSQL; asked on first need)."
+        # PostgreSQL rows also carry ``trace_key`` (migration 0007: the column its
+        # uniqueness, partitions and shards are keyed on); ``_row_sink`` appends it.
+        keyed = self._dialect == "postgresql"
         self._insert_sql = (
             "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
-            f"recorded_at, trace_id, payload, hash, trace_version) "
-            f"VALUES ({', '.join([mark] * 11)})")
+            f"recorded_at, trace_id, payload, hash, trace_version"
+            f"{', trace_key' if keyed else ''}) "
+            f"VALUES ({', '.join([mark] * (12 if keyed else 11))})")
         if migrate_schema and not current and create and self._created_here():
             current = True
         if migrate_schema and not current:
@@ -693,10 +698,18 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         constraints and triggers apply to COPY as to INSERT).  Smaller chunks, and SQLite,
         collect the rows and hand them to the driver's executemany directly (SQLAlchemy's
         per-row parameter processing would double the cost of a large ingest for no added
-        safety).  An error in the block writes nothing."""
-        if self._dialect == "postgresql" and size >= self.COPY_MIN_ROWS:
-            with pg_copying(conn, _COPY_EVENTS_SQL) as write:
-                yield write
+        safety).  On PostgreSQL each row gets its ``trace_key`` (its trace id, ``''`` for
+        the store's own) appended here, the one place every event row passes.  An error in
+        the block writes nothing."""
+        if self._dialect == "postgresql":
+            if size >= self.COPY_MIN_ROWS:
+                with pg_copying(conn, _COPY_EVENTS_SQL) as write:
+                    yield lambda row: write((*row, row[_TRACE_ID] or ""))
+                return
+            keyed: list[tuple[Any, ...]] = []
+            yield lambda row: keyed.append((*row, row[_TRACE_ID] or ""))
+            if keyed:
+                conn.exec_driver_sql(self._insert_sql, keyed)
             return
         rows: list[tuple[Any, ...]] = []
         yield rows.append

@@ -23,9 +23,9 @@ if TYPE_CHECKING:  # SQLAlchemy is imported by the checks that run through an en
 # Alembic).  Knowing it lets an up-to-date database open without importing Alembic or
 # reading the migration scripts, and without taking the write lock: every command opens the
 # store, most only read.
-SCHEMA_HEAD = "0006"  # 0002 the review queue index, 0003 the SQL views, 0004 the audit
+SCHEMA_HEAD = "0007"  # 0002 the review queue index, 0003 the SQL views, 0004 the audit
 # index, 0005 ts_destinations and the queue's review states in ts_attempts, 0006 one chain
-# and one order per trace
+# and one order per trace, 0007 the trace key in every uniqueness of ts_events (PostgreSQL)
 
 
 def migrations_dir() -> Path:

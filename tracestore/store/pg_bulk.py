@@ -163,7 +163,7 @@ def pg_trace_lock_sql(lock: int, traces_literal: str, rows: int = 0) -> str:
             f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
             f"{reserve}SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
             "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
-            "WHERE trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
+            "WHERE trace_key = t AND trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
 
 
 def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
@@ -172,7 +172,8 @@ def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
     own lock in one order (two writers of overlapping traces never deadlock), a block of
     ``rows`` positions with the transaction id (``ts_reserve_positions``, after the
     trace locks so a trace's positions rise with its versions), then each trace's head
-    (version and hash of its last row; NULLs for a new trace)."""
+    (version and hash of its last row; NULLs for a new trace), read by ``trace_key`` as
+    well so a partitioned or sharded table is asked in the trace's partition only."""
     return pg_trace_lock_sql(lock, traces_literal, max(int(rows), 1))
 
 

@@ -29,6 +29,12 @@ metadata = MetaData()
 # the previous row of its trace (``chain.trace_chain_hash``), or, for rows stored before
 # migration 0006, to the previous row of the store (``chain.chain_hash``).  ``txid`` is the
 # writing transaction on PostgreSQL (NULL on SQLite), for readers that page by position.
+# On PostgreSQL (migration 0007) the table also has ``trace_key`` (NOT NULL,
+# ``coalesce(trace_id, '')``, written by ``EventStore._row_sink``) and every uniqueness
+# includes it -- primary key (position, trace_key), unique (id, trace_key), (stream,
+# version, trace_key), (trace_key, trace_version) -- so it can be partitioned or sharded by
+# trace.  It is not declared here: SQLite stores have no such column, and queries name the
+# columns they read.
 events = Table(
     "ts_events",
     metadata,

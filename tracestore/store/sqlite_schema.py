@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 #: The revision ``STATEMENTS`` were dumped at (``migrate.SCHEMA_HEAD`` when current).
-REVISION = "0006"
+REVISION = "0007"
 
 STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
     (
@@ -186,7 +186,7 @@ STATEMENTS: tuple[tuple[str, tuple[Any, ...]], ...] = (
     (
         'CREATE UNIQUE INDEX uq_ts_events_trace_version ON ts_events ((coalesce(trace_id,'
         " '')), trace_version)", ()),
-    ('INSERT INTO "alembic_version" VALUES (?)', ('0006',)),
+    ('INSERT INTO "alembic_version" VALUES (?)', ('0007',)),
     ('INSERT INTO "ts_meta" VALUES (?, ?)', ('format', 'tracestore-eventlog-1')),
     ('INSERT INTO "ts_meta" VALUES (?, ?)', ('legacy_chain_end', '0')),
     ('INSERT INTO "ts_meta" VALUES (?, ?)', ('legacy_chain_head', '')),
