@@ -128,6 +128,10 @@ def test_a_row_the_database_refuses_in_a_copy_is_typed_and_leaves_nothing(
     store.append([first, frame("a", 1)])
     # The store no longer sees the stored id, so the COPY itself meets the unique id.
     monkeypatch.setattr(EventStore, "_existing_ids", lambda self, conn, ids: set())
+    from tracestore.store import log, pg_bulk
+
+    monkeypatch.setattr(log, "pg_lookups_sql", lambda streams, _ids: (
+        pg_bulk.pg_versions_sql(streams) + "; SELECT NULL::text WHERE false"))
     with pytest.raises(StoreError) as caught:
         store.append([frame("b", 0), first, frame("b", 1)])
     assert caught.value.code == "append_refused"
@@ -168,6 +172,10 @@ def test_a_group_refused_in_its_copy_rolls_back_alone(
     first = frame("a", 0)
     store.append([first])
     monkeypatch.setattr(EventStore, "_existing_ids", lambda self, conn, ids: set())
+    from tracestore.store import log, pg_bulk
+
+    monkeypatch.setattr(log, "pg_lookups_sql", lambda streams, _ids: (
+        pg_bulk.pg_versions_sql(streams) + "; SELECT NULL::text WHERE false"))
     outcomes = store.append_groups([
         ("b", [frame("b", 0)], None, ()),
         ("a", [frame("a", 1), first], None, ()),
