@@ -244,7 +244,7 @@ WORKFLOW: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Review", ("review", "review-batch", "reviews", "reviewer", "templates")),
     ("Export", ("export",)),
     ("Test your app", ("mock",)),
-    ("The store", ("init", "verify", "checkpoint", "scenario-schema")),
+    ("The store", ("init", "verify", "checkpoint", "store", "scenario-schema")),
 )
 WORKFLOW_OF = {name: section for section, names in WORKFLOW for name in names}
 
