@@ -200,6 +200,24 @@ HEAD_HASH_NOTE = ("the root hashes the last event of every trace, which chains i
                   "another store holding the same events has another one")
 
 
+def _older_heads_held(store: Any, leaves: list[Any], position: int, result: Any) -> Any:
+    """A log of heads' older leaves (heads signed by earlier checkpoints) must still be
+    rows of the store with those hashes: a trace rewritten between two checkpoints and
+    signed again is broken here."""
+    import dataclasses
+
+    from tracestore.store.head_log import history
+    from tracestore.store.head_rows import first_unheld
+
+    unheld = first_unheld(store, history(leaves))
+    if unheld is None:
+        return result
+    return dataclasses.replace(
+        result, ok=False, first_broken_position=position, code="chain_broken",
+        reason=f"trace {unheld.key!r} no longer holds version {unheld.version} as an "
+               "earlier checkpoint signed it (rewritten and signed again)")
+
+
 @app.command()
 @handles_errors
 def verify(
@@ -223,19 +241,25 @@ def verify(
 
         verify_one_trace(trace, checkpoint, key, db, as_json)
         return
-    expected = None
+    expected, signed_leaves = None, None
     if checkpoint is not None:
         from tracestore.store import checkpoint as ck
+        from tracestore.store import checkpoint_log
         from tracestore.store.verify import Expected
 
         signed = ck.read_checkpoint(checkpoint)
         ck.check_signature(signed, key)
         expected = Expected(signed.position, signed.hash, signed.root, signed.tree_size)
+        if signed.log:  # a log of heads: its latest leaves are the heads to check
+            signed, signed_leaves = checkpoint_log.signed_log(checkpoint, key)
+            expected = checkpoint_log.expected(signed, signed_leaves)
     from tracestore.api import Store
 
     with open_store(db, create=False, read_only=True) as store:
         checked = Store(store).verify(expected)
-    result, reviews = checked.chain, checked.reviews
+        result, reviews = checked.chain, checked.reviews
+        if result.ok and signed_leaves is not None and expected is not None:
+            result = _older_heads_held(store, signed_leaves, expected.position, result)
     if as_json:
         emit_json({"ok": result.ok and (reviews is None or reviews.ok), "count": result.count,
                    "first_broken_position": result.first_broken_position,

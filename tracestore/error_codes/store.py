@@ -124,6 +124,11 @@ INVALID_CHECKPOINT: Final = _code("invalid_checkpoint", 2, "A checkpoint file is
     "head.")
 CHECKPOINT_SIGNATURE_INVALID: Final = _code("checkpoint_signature_invalid", 3, "The checkpoint "
     "was not signed by the key (or was edited after signing).")
+CHECKPOINT_NOT_EXTENDED: Final = _code("checkpoint_not_extended", 3, "The store does not extend "
+    "the checkpoint a new one was to extend (a trace went back, vanished or was rewritten); "
+    "nothing was signed.")
+CHECKPOINTS_INCONSISTENT: Final = _code("checkpoints_inconsistent", 3, "The newer checkpoint's "
+    "log of heads does not extend the older one's.")
 
 # -- export and import -----------------------------------------------------------------------
 INVALID_EXPORT: Final = _code("invalid_export", 2, "An export file is not a valid tracestore "

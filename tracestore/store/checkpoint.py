@@ -40,6 +40,9 @@ from tracestore.errors import InputError, StoreError
 KEY_ENV = "TRACESTORE_CHECKPOINT_KEY"
 FORMAT = "tracestore-checkpoint-1"
 FORMAT_TREE = "tracestore-checkpoint-2"
+#: A checkpoint made ``--extends`` an older one: its root is over the log of heads
+#: (``store.head_log``), whose ``tree_size`` leaves are in ``FILE.leaves``.
+FORMAT_LOG = "tracestore-checkpoint-3"
 _FIELDS = ("format", "hash", "key_id", "position", "signature", "time")
 _TREE_FIELDS = ("format", "key_id", "position", "root", "signature", "time", "tree_size")
 
@@ -54,24 +57,26 @@ class Checkpoint:
     signature: str
     tree_size: int | None = None
     root: str | None = None
-    "A -2 checkpoint's Merkle root over the traces' heads, hex."
+    "A -2 checkpoint's Merkle root over the traces' heads (a -3's over its log), hex."
+    log: bool = False
+    "A -3 checkpoint: ``tree_size`` and ``root`` are the log of heads' (``head_log``)."
 
     @property
     def format(self) -> str:
-        return FORMAT if self.root is None else FORMAT_TREE
+        return FORMAT if self.root is None else FORMAT_LOG if self.log else FORMAT_TREE
 
     def message(self) -> bytes:
         """The signed bytes: the format name and the facts, one per line."""
         if self.root is None:
             return f"{FORMAT}\n{self.position}\n{self.hash}\n{self.time}\n".encode("ascii")
-        return (f"{FORMAT_TREE}\n{self.position}\n{self.tree_size}\n{self.root}\n"
+        return (f"{self.format}\n{self.position}\n{self.tree_size}\n{self.root}\n"
                 f"{self.time}\n").encode("ascii")
 
     def to_dict(self) -> dict[str, Any]:
         if self.root is None:
             return {"format": FORMAT, "position": self.position, "hash": self.hash,
                     "time": self.time, "key_id": self.key_id, "signature": self.signature}
-        return {"format": FORMAT_TREE, "position": self.position,
+        return {"format": self.format, "position": self.position,
                 "tree_size": self.tree_size, "root": self.root, "time": self.time,
                 "key_id": self.key_id, "signature": self.signature}
 
@@ -204,9 +209,10 @@ def _key_id(public_key: Any) -> str:
 
 
 def sign(position: int, head_hash: str, time: str, key_path: Path | None, *,
-         tree: tuple[int, str] | None = None) -> Checkpoint:
+         tree: tuple[int, str] | None = None, log: bool = False) -> Checkpoint:
     """Sign (position, hash, time) -- or, given ``tree`` (size, root), (position, size,
-    root, time) -- with the private key from ``key_path`` or the env."""
+    root, time) -- with the private key from ``key_path`` or the env; ``log``: the tree
+    is a log of heads extending an older checkpoint (``FORMAT_LOG``)."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     key = _load(_key_text(key_path))
@@ -215,7 +221,7 @@ def sign(position: int, head_hash: str, time: str, key_path: Path | None, *,
                          code="invalid_key")
     size, root = tree if tree is not None else (None, None)
     unsigned = Checkpoint(position, "" if tree else head_hash, time,
-                          _key_id(key.public_key()), "", size, root)
+                          _key_id(key.public_key()), "", size, root, log and tree is not None)
     signature = base64.b64encode(key.sign(unsigned.message())).decode("ascii")
     return dataclasses.replace(unsigned, signature=signature)
 
@@ -227,19 +233,20 @@ def read_checkpoint(path: Path) -> Checkpoint:
     except (ValueError, RecursionError) as exc:
         raise InputError(f"{path} is not a checkpoint: {exc}", code="invalid_checkpoint",
                          path=str(path)) from None
-    tree = isinstance(data, dict) and data.get("format") == FORMAT_TREE
+    tree = isinstance(data, dict) and data.get("format") in (FORMAT_TREE, FORMAT_LOG)
     fields, strings = ((_TREE_FIELDS, ("root", "time", "key_id", "signature")) if tree
                        else (_FIELDS, ("hash", "time", "key_id", "signature")))
     if (not isinstance(data, dict) or sorted(data) != list(fields)
-            or data["format"] not in (FORMAT, FORMAT_TREE)
+            or data["format"] not in (FORMAT, FORMAT_TREE, FORMAT_LOG)
             or type(data["position"]) is not int or data["position"] < 0
             or (tree and (type(data["tree_size"]) is not int or data["tree_size"] < 0))
             or not all(isinstance(data[k], str) for k in strings)):
-        raise InputError(f"{path} is not a {FORMAT_TREE} (or {FORMAT}) file",
+        raise InputError(f"{path} is not a {FORMAT_LOG}, {FORMAT_TREE} or {FORMAT} file",
                          code="invalid_checkpoint", path=str(path))
     if tree:
         return Checkpoint(data["position"], "", data["time"], data["key_id"],
-                          data["signature"], data["tree_size"], data["root"])
+                          data["signature"], data["tree_size"], data["root"],
+                          data["format"] == FORMAT_LOG)
     return Checkpoint(data["position"], data["hash"], data["time"], data["key_id"],
                       data["signature"])
 

@@ -56,9 +56,11 @@ def tree_head(heads: Heads, position: int) -> TreeHead:
 
 
 def inclusion(ordered: list[Leaf], trace_id: str | None) -> tuple[int, Leaf, list[str]]:
-    """(index, leaf, proof as hex) of ``trace_id`` among ``ordered`` leaves; KeyError when
-    the trace has no leaf."""
-    for index, leaf in enumerate(ordered):
+    """(index, leaf, proof as hex) of ``trace_id``'s last leaf among ``ordered`` leaves
+    (a log of heads holds one per checkpoint the trace moved in: the last is its signed
+    head); KeyError when the trace has no leaf."""
+    for index in range(len(ordered) - 1, -1, -1):
+        leaf = ordered[index]
         if leaf.trace_id == trace_id or (trace_id is None and leaf.key == ""):
             hashes = [merkle.leaf_hash(item.data()) for item in ordered]
             return index, leaf, [step.hex() for step in merkle.inclusion_proof(hashes, index)]
