@@ -18,7 +18,8 @@ forked processes that start together and write for ``--seconds``:
   floor of the run.
 
 Per contender: events/s (rows stored / wall time of the round), the median latency of
-one append (one recorder call, one raw transaction), and how many backends of the round's
+one append (one recorder call, one raw transaction), the writer processes' own CPU time per
+event stored (where the machine's cores go besides the server), and how many backends of the round's
 database were waiting on a lock (``pg_stat_activity.wait_event_type = 'Lock'``, sampled
 every 20 ms by the parent: median and max).  The ratio is ours / raw events/s per round
 (the median of the rounds and its range), and raw2 / raw for the control.
@@ -97,6 +98,7 @@ def ours(url: str, worker: int, chunks: int, go: Any, deadline_box: Any,
     clock = time.perf_counter
     latencies: list[float] = []
     go.wait()
+    cpu = time.process_time()
     deadline = deadline_box.value
     index = 0
     while time.time() < deadline:
@@ -112,8 +114,9 @@ def ours(url: str, worker: int, chunks: int, go: Any, deadline_box: Any,
         attempt.drain()
         latencies.append(clock() - start)
         index += 1
+    cpu = time.process_time() - cpu
     recorder.close()
-    out.put((latencies, time.time()))
+    out.put((latencies, time.time(), cpu))
 
 
 def raw(url: str, worker: int, calls: list[list[tuple[Any, ...]]], go: Any,
@@ -124,6 +127,7 @@ def raw(url: str, worker: int, calls: list[list[tuple[Any, ...]]], go: Any,
     latencies: list[float] = []
     with psycopg.connect(libpq(url)) as conn:
         go.wait()
+        cpu = time.process_time()
         deadline = deadline_box.value
         index = 0
         while time.time() < deadline:
@@ -137,7 +141,8 @@ def raw(url: str, worker: int, calls: list[list[tuple[Any, ...]]], go: Any,
                 conn.commit()
                 latencies.append(clock() - start)
             index += 1
-    out.put((latencies, time.time()))
+        cpu = time.process_time() - cpu
+    out.put((latencies, time.time(), cpu))
 
 
 def sample_lock_waits(url: str, stop: threading.Event, samples: list[int]) -> None:
@@ -193,11 +198,12 @@ def one_round(kind: str, base: str, writers: int, seconds: float, chunks: int,
         if any(proc.exitcode for proc in procs):
             raise SystemExit(f"{kind}: a writer failed (exit codes "
                              f"{[p.exitcode for p in procs]})")
-        elapsed = max(end for _, end in reports) - started
+        elapsed = max(end for _, end, _ in reports) - started
         with psycopg.connect(libpq(url)) as conn:
             count = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-        latencies = [x for got, _ in reports for x in got]
+        latencies = [x for got, _, _ in reports for x in got]
         return {"rate": count / elapsed, "events": count,
+                "cpu_us": sum(cpu for _, _, cpu in reports) / max(count, 1) * 1e6,
                 "p50_ms": statistics.median(latencies) * 1000,
                 "waiting_median": statistics.median(samples) if samples else 0,
                 "waiting_max": max(samples, default=0)}
@@ -242,7 +248,8 @@ def main() -> None:
             rates = [r["rate"] for r in got]
             print(f"  {kind:<4} {statistics.median(rates):>8,.0f} events/s "
                   f"(rounds {', '.join(f'{r:,.0f}' for r in rates)}), append p50 "
-                  f"{statistics.median(r['p50_ms'] for r in got):6.2f} ms, waiting on a "
+                  f"{statistics.median(r['p50_ms'] for r in got):6.2f} ms, writers' CPU "
+                  f"{statistics.median(r['cpu_us'] for r in got):5.0f} us/event, waiting on a "
                   f"lock: median {statistics.median(r['waiting_median'] for r in got):g}, "
                   f"max {max(r['waiting_max'] for r in got):g}")
         ratios = sorted(o["rate"] / r["rate"] for o, r in zip(results["ours"], results["raw"]))

@@ -163,3 +163,24 @@ def test_a_recorded_attempt_reads_nothing_outside_its_appends(
     assert outside == []
     assert sent.count('Query "BEGIN"') == sent.count('Query "COMMIT"') == 6
     assert [e.type for e in rec.store.read(stream="attempt:a1")][-1] == "release.decided"
+
+
+@pytest.mark.parametrize("standard_strings", ["on", "off"])
+def test_a_text_array_literal_reads_back_every_value_as_given(standard_strings: str) -> None:
+    from sqlalchemy import create_engine
+
+    from tracestore.store.pg_bulk import pg_result_sets, pg_text_array
+
+    values = ["t", "it's", "back\\slash", "\\'", 'quo"te', "{br,ace}", "ünï cødé ✓",
+              "NULL", "", "\\x41", "E'x'"]
+    engine = create_engine(_fresh_pg_url())
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"SET LOCAL standard_conforming_strings = {standard_strings}")
+            literal = pg_text_array(conn, values)
+            (rows,) = pg_result_sets(conn, f"SELECT unnest({literal})")
+            assert [row[0] for row in rows] == values
+            (rows,) = pg_result_sets(conn, f"SELECT cardinality({pg_text_array(conn, [])})")
+            assert rows == [(0,)]
+    finally:
+        engine.dispose()
