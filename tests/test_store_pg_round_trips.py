@@ -162,6 +162,9 @@ def test_a_recorded_attempt_reads_nothing_outside_its_appends(
             outside.append(message)
     assert outside == []
     assert sent.count('Query "BEGIN"') == sent.count('Query "COMMIT"') == 6
+    # BEGIN, the locking message, the events insert, COMMIT for the trace's opening, the
+    # start and the decision; a blob insert more for each feed and the drain
+    assert round_trips(sent) == 27, sent
     assert [e.type for e in rec.store.read(stream="attempt:a1")][-1] == "release.decided"
 
 
