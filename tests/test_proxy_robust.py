@@ -109,12 +109,12 @@ def test_a_database_failure_never_breaks_the_clients_stream(setup, monkeypatch) 
 
     original_fresh = setup.rec.store.append_fresh_groups
 
-    def failing_fresh(groups, versions=None):  # the recorder's frames (rows)
+    def failing_fresh(groups, versions=None, **kwargs):  # the recorder's frames (rows)
         if recorded["segments"]:
             raise StoreError("database is gone", code="database_unavailable")
         recorded["segments"] += sum(e.type == "capture.segment" for _, events, _, _ in groups
                                     for e in events)
-        return original_fresh(groups, versions)
+        return original_fresh(groups, versions, **kwargs)
 
     monkeypatch.setattr(setup.rec.store, "append", failing_append)
     monkeypatch.setattr(setup.rec.store, "append_fresh_groups", failing_fresh)

@@ -108,3 +108,55 @@ def test_an_attempt_id_started_twice_is_refused_without_a_read_before(
         starts = [e for e in rec.store.read(stream="attempt:a")]
     assert [e.type for e in starts] == ["attempt.started"]
     assert reads["read"] == 1  # the one just above
+
+
+def test_a_drain_whose_first_try_is_refused_still_records_its_decision_once(
+        store_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drain's decision is written in its transaction; when the database refuses that
+    try after the planner folded it (the store then tries again without the decision), the
+    planner -- fed rows at positions that were never committed -- is dropped and made again
+    from the log: the decision is recorded once, at the positions the log holds."""
+    import sqlite3
+
+    data = CAPTURE.read_bytes()
+    refused: list[bool] = []
+    original = EventStore._append_fresh_in
+
+    def refusing_once(self: EventStore, conn: Any, groups: Any, *args: Any) -> Any:
+        out = original(self, conn, groups, *args)
+        then = args[4] if len(args) > 4 else None
+        draining = any(e.type == "transport.drained" for _, batch, _, _ in groups
+                       for e in batch)
+        if draining and then is not None and then.fed and not refused:
+            refused.append(True)
+            raise sqlite3.IntegrityError("refused after the fold (the test's)")
+        return out
+
+    monkeypatch.setattr(EventStore, "_append_fresh_in", refusing_once)
+    with Recorder(store_url) as rec:
+        attempt = rec.trace("t").attempt("a", api="anthropic-messages")
+        attempt.feed(data)
+        attempt.drain()
+        recorded = _decisions(rec.store, "t")
+        recomputed = {d.attempt_id: [(d.status, tuple(d.reasons))]
+                      for d in decide_all(rec.store.read(trace_id="t"), "t")}
+        decided = [e.event for e in rec.store.read(stream="attempt:a")
+                   if isinstance(e.event, ReleaseDecided)]
+        drained = [e.position for e in rec.store.read(stream="attempt:a")
+                   if e.type == "transport.drained"]
+        assert rec.store.verify().ok
+    assert refused == [True]
+    assert recorded == recomputed and len(decided) == 1
+    assert decided[0].decided_at_position == drained[0]
+
+
+def test_a_drain_alone_on_its_trace_commits_its_decision_with_it(tmp_path: Path) -> None:
+    data = CAPTURE.read_bytes()
+    with Recorder(f"sqlite:///{tmp_path / 'r.db'}") as rec:
+        attempt = rec.trace("t").attempt("a", api="anthropic-messages")
+        attempt.feed(data)
+        before = rec.store.head_position()
+        attempt.drain()
+        written = rec.store.read(after=before)
+    assert [e.type for e in written][-2:] == ["transport.drained", "release.decided"]
+    assert len({e.recorded_at for e in written}) == 1  # one append, one transaction

@@ -330,12 +330,12 @@ def test_a_recording_failure_never_breaks_the_applications_stream(rec, server,
 
     original_fresh = rec.store.append_fresh_groups
 
-    def failing_fresh(groups, versions=None):  # the same, as the recorder's rows
+    def failing_fresh(groups, versions=None, **kwargs):  # the same, as the recorder's rows
         if segments["n"]:
             raise StoreError("database is gone", code="database_unavailable")
         segments["n"] += sum(e.type == "capture.segment" for _, events, _, _ in groups
                              for e in events)
-        return original_fresh(groups, versions)
+        return original_fresh(groups, versions, **kwargs)
 
     monkeypatch.setattr(rec.store, "append", failing_append)
     monkeypatch.setattr(rec.store, "append_groups", failing_groups)

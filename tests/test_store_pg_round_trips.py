@@ -137,9 +137,9 @@ def test_an_append_of_known_events_of_one_trace_is_one_locking_message(
 
 def test_a_recorded_attempt_reads_nothing_outside_its_appends(
         recorder: tuple[Any, list[Any]]) -> None:
-    """Opening a trace, starting an attempt, two feeds, the drain and its decision: six
-    transactions, and no statement outside them (the recorder decides from the rows it
-    wrote; nothing is read back)."""
+    """Opening a trace, starting an attempt, two feeds, and the drain with the decision
+    it makes final: five transactions, and no statement outside them (the recorder decides
+    from the rows it wrote, inside the drain's transaction; nothing is read back)."""
     rec, connections = recorder
     data = CAPTURE.read_bytes()
     half = len(data) // 2
@@ -161,11 +161,14 @@ def test_a_recorded_attempt_reads_nothing_outside_its_appends(
         elif not inside:
             outside.append(message)
     assert outside == []
-    assert sent.count('Query "BEGIN"') == sent.count('Query "COMMIT"') == 6
-    # BEGIN, the locking message, the events insert, COMMIT for the trace's opening, the
-    # start and the decision; a blob insert more for each feed and the drain
-    assert round_trips(sent) == 27, sent
-    assert [e.type for e in rec.store.read(stream="attempt:a1")][-1] == "release.decided"
+    assert sent.count('Query "BEGIN"') == sent.count('Query "COMMIT"') == 5
+    # BEGIN, the locking message, the events insert, COMMIT for the trace's opening and
+    # the start; a blob insert more for each feed and the drain
+    assert round_trips(sent) == 23, sent
+    stored = rec.store.read(stream="attempt:a1")
+    assert [e.type for e in stored][-2:] == ["transport.drained", "release.decided"]
+    assert stored[-1].position == stored[-2].position + 1  # one insert, one transaction
+    assert stored[-1].event.status == "held"
 
 
 @pytest.mark.parametrize("standard_strings", ["on", "off"])

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from tracestore.errors import ExpectedVersionConflict, InputError, StoreError
 from tracestore.events import AttemptStarted, CaptureSegment, FrameRejected
 from tracestore.ingest.decisions import trace_span
-from tracestore.recording.folding import feed_rows
+from tracestore.recording.folding import DecisionFold, feed_rows
 from tracestore.recording.rows import FrameRows, Row, fresh_ids, model_row
 from tracestore.recording.writer import current_batch
 
@@ -49,7 +49,7 @@ class AttemptWrites:
         def _rec(self) -> Recorder: ...
 
     def _write(self, result: FeedResult, *, final: bool = False,
-               tail: list[Any] | None = None) -> None:
+               tail: list[Any] | None = None, decide: bool = False) -> None:
         api = self.capture.api
         if not self.started and api is None:
             return  # the API is not known yet: nothing can be recorded (bytes stay pending)
@@ -87,18 +87,21 @@ class AttemptWrites:
         if result.rejected is not None:
             rows.append(model_row(self.stream, ids[len(rows)], trace_id, rejected))
         rows += [model_row(self.stream, i, trace_id, e) for i, e in zip(ids[len(rows):], tail)]
-        self._append(rows, blobs)
+        self._append(rows, blobs, decide=decide or starting)
         if starting:
             self._decide(starting=True)  # this start supersedes older attempts of the trace
 
-    def _append(self, events: list[Any], blobs: list[bytes] = ()) -> None:  # type: ignore[assignment]
+    def _append(self, events: list[Any], blobs: list[bytes] = (),  # type: ignore[assignment]
+                decide: bool = False) -> None:
         """One transaction (or a part of the writer's batch): ``events`` are models or
         ``rows.Row``.  The first append expects the attempt stream at version 0, so two
         writers can never both start one attempt id.  Later appends expect nothing: other
         writers legitimately add ``release.decided`` to this stream (a retry's start
         supersedes it), and only this reader ever adds its frames; the version this
         recorder wrote last is not read back (``Recorder.versions``), the store's unique
-        (stream, version) guards it."""
+        (stream, version) guards it.  ``decide``: these events may make decisions final;
+        they are written in the same transaction when the planner can tell
+        (``folding.DecisionFold``)."""
         if not events:
             return
         rec, trace_id = self._rec, self.trace.trace_id
@@ -111,25 +114,40 @@ class AttemptWrites:
             shared.add(self, batch, expected, blobs)
             self.started = True
             return
+        planner = rec.planner(trace_id)
+        lean = self.capture.size <= FOLD_AS_WRITTEN_MAX  # else read back when judged
+        fold = DecisionFold(rec.store, planner, batch, 2 * (len(planner.judges) + 1)) \
+            if decide and lean else None
         try:
-            (outcome,) = rec.store.append_fresh_groups([(self, batch, expected, blobs)],
-                                                       rec.versions)
+            (outcome,) = rec.store.append_fresh_groups(
+                [(self, batch, expected, blobs)], rec.versions, then=fold,
+                then_rows=fold.room if fold is not None else 0)
             if isinstance(outcome, Exception):
                 raise outcome
-            planner = rec.planner(trace_id)
-            if self.capture.size <= FOLD_AS_WRITTEN_MAX:  # deciding reads none of it back
-                feed_rows(rec.store, planner, list(zip(outcome.positions, batch)),
-                          trace_span(outcome, trace_id))
-            else:  # a long answer is read back when it is judged: memory stays flat
-                planner.head = None
         except ExpectedVersionConflict as exc:
+            self._forget_fold(fold)
             self.failure = exc
             raise InputError(f"attempt {self.attempt_id!r} is already in the log",
                              code="attempt_exists", attempt_id=self.attempt_id) from exc
         except StoreError as exc:
+            self._forget_fold(fold)
             self.failure = exc
             raise
         self.started = True
+        if fold is not None and not fold.settle(outcome):
+            rec.drop_planner(trace_id)  # fed rows of a try that did not commit
+            planner, fold = rec.planner(trace_id), None
+        if fold is not None and fold.fed:
+            return  # the planner folded the rows, and the decisions, as written
+        if lean:  # deciding reads none of it back
+            feed_rows(rec.store, planner, list(zip(outcome.positions, batch)),
+                      trace_span(outcome, trace_id))
+        else:  # a long answer is read back when it is judged: memory stays flat
+            planner.head = None
+
+    def _forget_fold(self, fold: DecisionFold | None) -> None:
+        if fold is not None and fold.fed:
+            self._rec.drop_planner(self.trace.trace_id)
 
     @property
     def _frames(self) -> FrameRows:

@@ -76,6 +76,60 @@ def _fold_rows(planner: DecisionPlanner, written: Sequence[tuple[int, Any]]) -> 
             return
 
 
+class DecisionFold:
+    """The ``then`` of a recorder append that may make decisions final (a drain, a Stop,
+    a decisive frame, a start that supersedes): inside the append's transaction, under its
+    trace's lock, the trace's planner folds the rows just written and the decisions they
+    made final are written in the same transaction -- no transaction of their own.
+
+    Only when the rows follow on from what the planner has seen (``follows_on``): the
+    planner then knows the whole trace, so what it decides is what a fresh read would, and
+    the trace stream (its rule) cannot have moved unseen.  Otherwise it writes nothing and
+    the decision is recorded after the commit, as before.  ``settle`` says afterwards
+    whether the planner may be kept (it was fed rows of a transaction that committed)."""
+
+    def __init__(self, store: Any, planner: DecisionPlanner, batch: Sequence[Any],
+                 room: int) -> None:
+        self.store, self.planner, self.batch, self.room = store, planner, batch, room
+        self.calls = 0
+        self.fed = False
+        self.due: list[Any] = []
+
+    def __call__(self, results: list[Any]) -> list[Any]:
+        from tracestore.recording.rows import model_row
+
+        self.calls += 1
+        (outcome,) = results
+        span = trace_span(outcome, self.planner.trace_id)
+        if self.calls > 1 or not follows_on(self.planner, span):
+            return []
+        feed_rows(self.store, self.planner, list(zip(outcome.positions, self.batch)), span)
+        self.fed = True
+        due = self.planner.missing()
+        if len(due) > self.room:
+            return []  # recorded after the commit, in a transaction of their own
+        self.due = due
+        return [model_row(new.stream, new.id, new.trace_id, new.event) for new in due]
+
+    def settle(self, outcome: Any) -> bool:
+        """After the append returned ``outcome``: True when the planner holds exactly the
+        committed rows and decisions (it then learns the decisions' positions); False when
+        it must be dropped (fed rows of a transaction that did not commit)."""
+        if not self.fed:
+            return True
+        if self.calls != 1 or not outcome.then_ran:
+            return False
+        planner = self.planner
+        for position, new in zip(outcome.followed, self.due):
+            # recorded_at None: a stand-in the planner reads, not a row (it has no time)
+            planner.feed(StoredEvent(position, new.id, new.stream, 0, new.event.type, 0,
+                                     None,  # type: ignore[arg-type]
+                                     new.trace_id, new.event, ""))
+        span = trace_span(outcome, planner.trace_id)
+        planner.head = None if planner.stale or span is None else span[2]
+        return True
+
+
 def seed_new_trace(planner: DecisionPlanner, result: Any, opened: Sequence[Any]) -> None:
     """A trace its writer has just opened (``result``, the append of ``opened``, found it
     holding no row): its planner starts from those events as written, reading nothing.
@@ -98,4 +152,4 @@ def seed_new_trace(planner: DecisionPlanner, result: Any, opened: Sequence[Any])
     planner.head = None if planner.stale else span[2]
 
 
-__all__ = ["feed_rows", "seed_new_trace"]
+__all__ = ["DecisionFold", "feed_rows", "seed_new_trace"]

@@ -143,6 +143,11 @@ class Recorder:
         if len(self.versions) > self.VERSIONS_KEPT:
             self.versions.clear()
 
+    def drop_planner(self, trace_id: str) -> None:
+        """Forget the trace's planner (it is made again from the log when next needed)."""
+        with self.lock:
+            self._planners.pop(trace_id, None)
+
     def planner(self, trace_id: str) -> DecisionPlanner:
         """The trace's decision planner (kept for the ``PLANNERS_KEPT`` latest traces)."""
         with self.lock:
@@ -268,7 +273,7 @@ class AttemptRecorder(AttemptWrites):
         with self._rec.lock:
             self._usable()
             result = self.capture.feed(data)
-            self._write(result)
+            self._write(result, decide=result.decisive)
             if result.decisive:
                 self._decide()
 
@@ -278,7 +283,7 @@ class AttemptRecorder(AttemptWrites):
             self._usable()
             self._require_started("stop")
             self._append([LocalStopped(attempt_id=self.attempt_id, reader=self.reader, by=by,
-                                       observed_at=_now())])
+                                       observed_at=_now())], decide=True)
             self._decide()
 
     def drain(self, outcome: str | None = None, detail: str | None = None, *,
@@ -306,7 +311,7 @@ class AttemptRecorder(AttemptWrites):
                 detail = redact_text(detail, self._rec.secret_fields)
             drained = TransportDrained(attempt_id=self.attempt_id, outcome=outcome,  # type: ignore[arg-type]
                                        detail=detail, reader=self.reader, observed_at=_now())
-            self._write(result, final=True, tail=[drained])
+            self._write(result, final=True, tail=[drained], decide=True)
             self.drained = True
             self._rec.open_attempts.discard(self)
             self._decide()

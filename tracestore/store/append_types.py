@@ -76,6 +76,8 @@ class AppendResult:
     blobs_stored: tuple[str, ...] = ()
     followed: Positions = field(default_factory=lambda: Positions(1, 0))
     "Positions of the events the append's ``tap`` added after them (its decisions)."
+    then_ran: bool = False
+    "``append_fresh_groups``: the committed transaction ran its ``then`` (``followed``)."
     trace_spans: tuple[tuple[str | None, int, int], ...] = ()
     """``(trace, version before, version after)`` of each trace the append wrote to: with
     ``before`` the trace's last ``trace_version`` when its lock was taken, a reader that

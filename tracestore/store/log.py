@@ -346,7 +346,9 @@ class EventStore(StoreConnections, LogReads, RowsIO):
     def append_fresh_groups(
         self, groups: Sequence[tuple[Any, Sequence[Any], Mapping[str, int] | None,
                                      Sequence[bytes]]],
-        versions: dict[str, int] | None = None,
+        versions: dict[str, int] | None = None, *,
+        then: Callable[[list[AppendResult]], Sequence[Any]] | None = None,
+        then_rows: int = 0,
     ) -> list[AppendResult | TracestoreError]:
         """``append_groups`` of events whose payloads are already their canonical bytes
         and whose ids are fresh (a live recorder's frames): every group in ONE
@@ -363,7 +365,14 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         whose expected version does not hold, or rows the database refuses again, send
         the whole batch to ``append_groups`` (a savepoint per group: the refused group's
         error in its place, ``ExpectedVersionConflict`` for a stale expectation), as if
-        this method had not been asked."""
+        this method had not been asked.
+
+        ``then(results)``, called inside the first try's transaction once every group is
+        written (each trace's lock held), returns rows of the same traces (at most
+        ``then_rows``) written right after them in that transaction: a recorder's decision
+        made final by these rows commits with them.  The last result's ``followed`` holds
+        their positions and ``then_ran`` says the committed transaction ran ``then``;
+        a retry and the fallback do not call it."""
         if not groups:
             return []
         known = versions if versions is not None else {}
@@ -372,9 +381,11 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                 with paused_gc(), self._write_transaction() as conn:
                     memory = known if attempt == 0 else {}
                     head, heads, looked_up = self._locked_traces(
-                        conn, groups, _unknown_streams(groups, memory))
+                        conn, groups, _unknown_streams(groups, memory),
+                        then_rows if then is not None else 0)
                     outcome = self._append_fresh_in(conn, groups, memory, head, heads,
-                                                    looked_up)
+                                                    looked_up, then if attempt == 0 else None,
+                                                    then_rows)
             except integrity_errors():
                 continue  # a version moved on behind the caller's memory: read them all
             except _Unexpected:
@@ -401,6 +412,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                                                        Sequence[bytes]]],
         known: Mapping[str, int], head: int, heads: Heads,
         looked_up: dict[str, int] | None = None,
+        then: Callable[[list[AppendResult]], Sequence[Any]] | None = None, then_rows: int = 0,
     ) -> tuple[list[AppendResult], dict[str, int]]:
         """The single insert of ``append_fresh_groups`` (``_Unexpected`` when an expected
         version does not hold: nothing is written).  ``looked_up``: the versions of the
@@ -429,31 +441,23 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                         raise _Unexpected  # nothing is written: the rows are not sent
                 first = position + 1
                 before = {trace: heads[trace][0] for trace in {e.trace_id for e in batch}}
-                for new in batch:
-                    event_id, stream, type_name, payload_bytes = \
-                        new.id, new.stream, new.type, new.payload
-                    position += 1
-                    version = versions.get(stream, 0) + 1
-                    versions[stream] = version
-                    schema_version = SCHEMA_VERSIONS[type_name]
-                    trace_id = new.trace_id
-                    trace_version, prev_hash = heads[trace_id]
-                    trace_version += 1
-                    # ``trace_chain_hash``, inlined as in ``_insert`` (``verify`` recomputes it)
-                    hasher = sha256(f"{prev_hash}\x1f{position}\x1f{trace_version}\x1f"
-                                    f"{event_id}\x1f{stream}\x1f{version}\x1f{type_name}"
-                                    f"\x1f{schema_version}\x1f{recorded_at}"
-                                    f"\x1f{trace_id or ''}\x1f".encode())
-                    hasher.update(payload_bytes)
-                    digest = hasher.hexdigest()
-                    put((position, event_id, stream, version, type_name, schema_version,
-                         recorded_at, trace_id, payload_bytes.decode("utf-8"), digest,
-                         trace_version))
-                    heads[trace_id] = (trace_version, digest)
+                position = _put_rows(put, batch, position, versions, heads, recorded_at)
                 shas = tuple(next(stored_blobs) for _ in blob_data)
                 results.append(AppendResult(
                     Positions(first, position + 1 - first), (), shas,
                     trace_spans=tuple((t, v, heads[t][0]) for t, v in before.items())))
+            if then is not None:
+                more = list(then(results))
+                if any(e.trace_id not in heads for e in more) or \
+                        (self._dialect == "postgresql" and len(more) > then_rows):
+                    raise StoreError("rows following an append must be of its traces and "
+                                     "within the room reserved for them", code="append_refused")
+                first = position + 1
+                position = _put_rows(put, more, position, versions, heads, recorded_at)
+                last = results[-1]
+                results[-1] = dataclasses.replace(
+                    last, followed=Positions(first, len(more)), then_ran=True,
+                    trace_spans=tuple((t, v, heads[t][0]) for t, v, _ in last.trace_spans))
         return results, versions
 
     def _put_fresh_blobs(self, conn: Connection, blob_data: Sequence[bytes]) -> list[str]:
@@ -515,7 +519,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
 
     def _locked_traces(self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
                                                                      Any, Any]],
-                       unknown: Sequence[str] = (),
+                       unknown: Sequence[str] = (), room: int = 0,
                        ) -> tuple[int, Heads, dict[str, int] | None]:
         """Lock what an append of given rows needs: ``(head position, trace heads, the
         versions of the ``unknown`` streams or None when they are still to be read)``.
@@ -529,7 +533,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                         key=lambda t: (t is None, t or ""))
         if self._dialect != "postgresql" or not traces or traces[-1] is None:
             return self._locked_head(conn), {}, None
-        rows = sum(len(batch) for _, batch, _, _ in groups)
+        rows = sum(len(batch) for _, batch, _, _ in groups) + room
         literal = pg_text_array(conn, traces)
         sql = pg_trace_append_sql(_PG_APPEND_LOCK, literal, rows)
         if unknown and len(unknown) <= ID_QUERY_CHUNK:
@@ -720,6 +724,31 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         with self._row_sink(conn, len(rows)) as put:
             for row in rows:
                 put(row)
+
+
+def _put_rows(put: Callable[[tuple[Any, ...]], None], batch: Iterable[Any], position: int,
+              versions: dict[str, int], heads: Heads, recorded_at: str) -> int:
+    """Chain and hand ``put`` the rows of ``batch`` (fresh, serialized: ``stream``, ``id``,
+    ``trace_id``, ``type``, ``payload``) from after ``position``; the last position."""
+    for new in batch:
+        event_id, stream, type_name, payload_bytes = new.id, new.stream, new.type, new.payload
+        position += 1
+        version = versions.get(stream, 0) + 1
+        versions[stream] = version
+        schema_version = SCHEMA_VERSIONS[type_name]
+        trace_id = new.trace_id
+        trace_version, prev_hash = heads[trace_id]
+        trace_version += 1
+        # ``trace_chain_hash``, inlined as in ``_insert`` (``verify`` recomputes it)
+        hasher = sha256(f"{prev_hash}\x1f{position}\x1f{trace_version}\x1f{event_id}\x1f"
+                        f"{stream}\x1f{version}\x1f{type_name}\x1f{schema_version}\x1f"
+                        f"{recorded_at}\x1f{trace_id or ''}\x1f".encode())
+        hasher.update(payload_bytes)
+        digest = hasher.hexdigest()
+        put((position, event_id, stream, version, type_name, schema_version, recorded_at,
+             trace_id, payload_bytes.decode("utf-8"), digest, trace_version))
+        heads[trace_id] = (trace_version, digest)
+    return position
 
 
 def _unknown_streams(groups: Sequence[tuple[Any, Sequence[Any], Any, Any]],
