@@ -1,0 +1,297 @@
+"""``verify`` on PostgreSQL with its trace chains walked in parallel worker processes.
+
+Each trace is its own hash chain, so the traces can be split into ``jobs`` parts by a
+stable hash of their key and each part walked on its own connection.  What a worker
+checks of a row is what the single pass (``verify.verify_log``) checks: its trace's
+version follows the last, its hash chains onto the trace's previous row, and a capture it
+names is in ``ts_blobs`` with bytes that hash to it and the size recorded.  A worker reads
+its part in position order, so a trace's rows are judged in the order the single pass
+judges them.
+
+Every worker reads the same rows the single pass would: the coordinator exports one
+snapshot (``pg_export_snapshot``) and fixes the settled bound once in it (rows written by
+transactions older than the oldest still open, ``pg_bulk.pg_settled_threshold``); each
+worker imports that snapshot and applies that bound.
+
+The parallel pass only ever says "ok": the first row or capture a worker cannot confirm
+(or any error in a worker) stops every worker, and the single pass then runs and makes
+the report, so a damaged store is reported exactly as the single pass reports it (the
+first broken position, the events verified before it, the head hash and captures
+re-hashed up to it).  An intact store's result is built from the parts: the events and
+captures summed, the last position and its hash, the tree head over every trace's head,
+and a checkpoint's row or tree head checked as the single pass checks them.
+
+A store that kept one global chain before per-trace chains (``ts_meta.legacy_chain_end``
+above 0) is verified by the single pass: that chain links every row to the one before it
+in position order and cannot be split.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tracestore.store.chain import GENESIS_HASH, Expected, VerifyResult
+from tracestore.store.tree_head import tree_head
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
+#: A store smaller than this is verified in one pass when ``jobs`` is left to its default
+#: (starting the workers costs more than they save).
+PARALLEL_MIN_EVENTS = 20_000
+
+# The SQL that knows the table's columns, in one place: the trace key a row is split by,
+# and the statement a worker pages its part with (the columns ``verify._FAST_COLUMNS``
+# reads, in its order).
+_TRACE_KEY = "coalesce(trace_id, '')"
+_PART = f"mod(hashtextextended({_TRACE_KEY}, 0) & 9223372036854775807, %s)"
+_PART_ROWS_SQL = (
+    "SELECT position, id, stream, version, type, schema_version, recorded_at, trace_id, "
+    "payload, hash, trace_version FROM ts_events WHERE position > %s "
+    f"AND (txid IS NULL OR txid < %s) AND {_PART} = %s ORDER BY position LIMIT %s")
+_BLOB_SQL = "SELECT size, data FROM ts_blobs WHERE sha256 = %s"
+_SNAPSHOT_ID = re.compile(r"^[0-9A-Fa-f]+-[0-9A-Fa-f]+(-[0-9]+)?$")
+_CAPTURE_TYPES = frozenset({"capture.stored", "capture.segment", "evidence.attached"})
+
+
+def check_jobs(jobs: int | None, option: str = "jobs") -> None:
+    """A worker count must be 1 or more (None: the default)."""
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        from tracestore.errors import InputError
+
+        raise InputError(f"{option} {jobs!r} is not a number of worker processes (1 or more)",
+                         code="invalid_option", option=option)
+
+
+def choose_jobs(conn: Connection, jobs: int | None) -> int:
+    """The workers a pass uses: ``jobs`` when given; by default, on PostgreSQL, one per
+    CPU for a store of at least ``PARALLEL_MIN_EVENTS`` events; on SQLite always 1."""
+    check_jobs(jobs)
+    if conn.dialect.name != "postgresql":
+        return 1
+    if jobs is not None:
+        return jobs
+    from sqlalchemy import text
+
+    last = conn.execute(text("SELECT max(position) FROM ts_events")).scalar()
+    return default_jobs() if (last or 0) >= PARALLEL_MIN_EVENTS else 1
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class _Part:
+    """What one worker found in its part of the traces."""
+
+    count: int = 0
+    last: int = 0
+    last_hash: str = GENESIS_HASH
+    heads: dict[str | None, tuple[int, str]] = field(default_factory=dict)
+    heads_at: dict[str | None, tuple[int, str]] | None = None
+    "Its traces' heads as of a tree checkpoint's position (None: no checkpoint)."
+    captures: set[str] = field(default_factory=set)
+    anchor_hash: str | None = None
+    "The hash of the row at a row checkpoint's position, when this part holds it."
+    problem: int | None = None
+    "The position of the first row or capture it could not confirm."
+
+
+@dataclass(frozen=True)
+class _Task:
+    connect: Mapping[str, Any]
+    snapshot: str
+    threshold: int
+    part: int
+    parts: int
+    batch_size: int
+    anchor: int
+    tree_at: int | None
+
+
+def _walk_part(task: _Task) -> _Part:
+    """One part's rows in position order, judged as ``verify._Walk.walk_fast`` judges them;
+    stops at the first row or capture it cannot confirm."""
+    import psycopg
+
+    sha256, out = hashlib.sha256, _Part()
+    heads, checked = out.heads, out.captures
+    with psycopg.connect(**task.connect, autocommit=True) as pg, pg.cursor() as cur:
+        cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        cur.execute(f"SET TRANSACTION SNAPSHOT '{task.snapshot}'")
+        while True:
+            cur.execute(_PART_ROWS_SQL, (out.last, task.threshold, task.parts, task.part,
+                                         task.batch_size))
+            rows = cur.fetchall()
+            for (position, event_id, stream, version, type_name, schema_version, recorded_at,
+                 trace_id, payload, digest, trace_version) in rows:
+                if task.tree_at is not None and out.heads_at is None \
+                        and position > task.tree_at:
+                    out.heads_at = dict(heads)
+                have, prev = heads.get(trace_id, (0, GENESIS_HASH))
+                if payload.__class__ is not str or trace_version != have + 1:
+                    out.problem = position
+                    return out
+                h = sha256(f"{prev}\x1f{position}\x1f{trace_version}\x1f{event_id}"
+                           f"\x1f{stream}\x1f{version}\x1f{type_name}\x1f{schema_version}"
+                           f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
+                h.update(payload.encode())
+                if h.hexdigest() != digest or (
+                        type_name in _CAPTURE_TYPES and not _capture_holds(cur, payload,
+                                                                           checked)):
+                    out.problem = position
+                    return out
+                heads[trace_id] = (trace_version, digest)
+                out.count, out.last, out.last_hash = out.count + 1, position, digest
+                if position == task.anchor:
+                    out.anchor_hash = digest
+            if len(rows) < task.batch_size:
+                break
+        cur.execute("COMMIT")
+    if task.tree_at is not None and out.heads_at is None:
+        out.heads_at = dict(heads)
+    return out
+
+
+def _capture_holds(cur: Any, payload: str, checked: set[str]) -> bool:
+    """Whether the capture a capture event names is stored as bytes that hash to it, of
+    the size recorded (``verify._capture_problem`` says why not); adds it to ``checked``."""
+    try:
+        sha = json.loads(payload).get("sha256")
+    except (ValueError, AttributeError):
+        return False
+    if not isinstance(sha, str):
+        return False
+    if sha in checked:
+        return True
+    cur.execute(_BLOB_SQL, (sha,))
+    row = cur.fetchone()
+    if row is None or not isinstance(row[1], bytes) or not isinstance(row[0], int) \
+            or row[0] != len(row[1]) or hashlib.sha256(row[1]).hexdigest() != sha:
+        return False
+    checked.add(sha)
+    return True
+
+
+@contextmanager
+def _exported_snapshot(connect: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
+    """(snapshot id, settled threshold) of a read-only transaction held open while the
+    workers import its snapshot."""
+    import psycopg
+
+    from tracestore.store.pg_bulk import pg_settled_threshold
+
+    with psycopg.connect(**connect, autocommit=True) as pg:
+        pg.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        row = pg.execute(f"SELECT pg_export_snapshot(), {pg_settled_threshold()}").fetchone()
+        assert row is not None
+        snapshot, threshold = str(row[0]), int(row[1])
+        if not _SNAPSHOT_ID.match(snapshot):
+            raise ValueError(f"unexpected snapshot id {snapshot!r}")
+        try:
+            yield snapshot, threshold
+        finally:
+            pg.execute("ROLLBACK")
+
+
+def _connect_args(conn: Connection) -> dict[str, Any]:
+    """The psycopg keyword arguments the read engine connects with (SQLAlchemy's own
+    adapters left out: the workers read only plain columns)."""
+    engine = conn.engine
+    _, kwargs = engine.dialect.create_connect_args(engine.url)
+    return {key: value for key, value in kwargs.items() if key != "context"}
+
+
+def verify_log_parallel(conn: Connection, jobs: int, *, batch_size: int = 5000,
+                        expected: Expected | None = None) -> VerifyResult:
+    """``verify_log`` with the traces split into ``jobs`` parts, each walked in its own
+    process; the single pass on ``conn`` makes the report when a part finds a problem."""
+    from tracestore.store.verify import _legacy_marks, verify_log
+
+    if conn.dialect.name != "postgresql" or jobs < 2 or _legacy_marks(conn)[0] > 0:
+        return verify_log(conn, batch_size=batch_size, expected=expected)
+    parts = _run_parts(_connect_args(conn), jobs, batch_size, expected)
+    result = None if parts is None else _merge(parts, expected)
+    if result is None:
+        return verify_log(conn, batch_size=batch_size, expected=expected)
+    return result
+
+
+def _run_parts(connect: Mapping[str, Any], jobs: int, batch_size: int,
+               expected: Expected | None) -> list[_Part] | None:
+    """Every part's findings, or None when one found a problem or failed (the others are
+    stopped: the single pass makes the report, or raises the database's error)."""
+    import multiprocessing
+
+    anchor = 0 if expected is None or expected.root is not None else expected.position
+    tree_at = None if expected is None or expected.root is None else expected.position
+    # fork: a worker needs nothing of the parent but its task, and starts in milliseconds.
+    context = multiprocessing.get_context("fork")
+    try:
+        with _exported_snapshot(connect) as (snapshot, threshold):
+            tasks = [_Task(dict(connect), snapshot, threshold, part, jobs, batch_size,
+                           anchor, tree_at) for part in range(jobs)]
+            pool = context.Pool(jobs, initializer=_worker_signals)
+            try:
+                found = []
+                for part in pool.imap_unordered(_walk_part, tasks):
+                    if part.problem is not None:
+                        return None
+                    found.append(part)
+                return found
+            finally:  # also on Ctrl-C: no worker, and so no connection, outlives the pass
+                pool.terminate()
+                pool.join()
+    except Exception:  # noqa: BLE001 - a worker's failure: the single pass says why
+        return None
+
+
+def _worker_signals() -> None:
+    """Ctrl-C reaches the whole process group: only the coordinator acts on it (it stops
+    the workers); SIGTERM ends a worker outright (the CLI's handler, inherited by the
+    fork, would raise inside the task and leave the worker waiting for the next one)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _merge(parts: list[_Part], expected: Expected | None) -> VerifyResult | None:
+    """The single pass's result on an intact store, from its parts; None when a
+    checkpoint does not hold (the single pass then says how)."""
+    heads: dict[str | None, tuple[int, str]] = {}
+    captures: set[str] = set()
+    for part in parts:
+        heads.update(part.heads)
+        captures |= part.captures
+    last = max(parts, key=lambda part: part.last)
+    if expected is not None and expected.root is None and expected.position != 0:
+        if not any(part.anchor_hash == expected.hash for part in parts):
+            return None
+    elif expected is not None:
+        heads_at: dict[str | None, tuple[int, str]] = {}
+        for part in parts:
+            heads_at.update(part.heads_at or {})
+        head = tree_head(heads_at, expected.position)
+        if (head.size, head.root) != (expected.tree_size, expected.root):
+            return None
+    head = tree_head(heads, last.last)
+    return VerifyResult(True, sum(part.count for part in parts), None, None, last.last_hash,
+                        len(captures), expected.position if expected else None,
+                        last_position=last.last, tree_size=head.size, tree_root=head.root)
+
+
+__all__ = ["PARALLEL_MIN_EVENTS", "check_jobs", "choose_jobs", "default_jobs",
+           "verify_log_parallel"]
