@@ -56,7 +56,8 @@ _PART_ROWS_SQL = (
     "SELECT position, id, stream, version, type, schema_version, recorded_at, trace_id, "
     "payload, hash, trace_version FROM ts_events WHERE position > %s "
     f"AND (txid IS NULL OR txid < %s) AND {_PART} = %s ORDER BY position LIMIT %s")
-_BLOB_SQL = "SELECT size, data FROM ts_blobs WHERE sha256 = %s"
+_BLOBS_SQL = "SELECT sha256, size, data FROM ts_blobs WHERE sha256 = ANY(%s)"
+_CAPTURES_PER_QUERY = 32
 _SNAPSHOT_ID = re.compile(r"^[0-9A-Fa-f]+-[0-9A-Fa-f]+(-[0-9]+)?$")
 _CAPTURE_TYPES = frozenset({"capture.stored", "capture.segment", "evidence.attached"})
 
@@ -123,18 +124,23 @@ class _Task:
 
 def _walk_part(task: _Task) -> _Part:
     """One part's rows in position order, judged as ``verify._Walk.walk_fast`` judges them;
-    stops at the first row or capture it cannot confirm."""
+    stops at the first batch holding a row or capture it cannot confirm."""
     import psycopg
 
     sha256, out = hashlib.sha256, _Part()
-    heads, checked = out.heads, out.captures
+    heads = out.heads
     with psycopg.connect(**task.connect, autocommit=True) as pg, pg.cursor() as cur:
         cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         cur.execute(f"SET TRANSACTION SNAPSHOT '{task.snapshot}'")
+        # The workers already use the CPUs: a parallel plan per batch (the planner
+        # underestimates the part's share of rows) would only add processes to start.
+        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         while True:
             cur.execute(_PART_ROWS_SQL, (out.last, task.threshold, task.parts, task.part,
                                          task.batch_size))
             rows = cur.fetchall()
+            wanted: dict[str, int] = {}
+            "Captures named in this batch not re-hashed yet: the first position naming each."
             for (position, event_id, stream, version, type_name, schema_version, recorded_at,
                  trace_id, payload, digest, trace_version) in rows:
                 if task.tree_at is not None and out.heads_at is None \
@@ -148,16 +154,22 @@ def _walk_part(task: _Task) -> _Part:
                            f"\x1f{stream}\x1f{version}\x1f{type_name}\x1f{schema_version}"
                            f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
                 h.update(payload.encode())
-                if h.hexdigest() != digest or (
-                        type_name in _CAPTURE_TYPES and not _capture_holds(cur, payload,
-                                                                           checked)):
+                if h.hexdigest() != digest:
                     out.problem = position
                     return out
+                if type_name in _CAPTURE_TYPES:
+                    sha = _capture_sha(payload)
+                    if sha is None:
+                        out.problem = position
+                        return out
+                    if sha not in out.captures:
+                        wanted.setdefault(sha, position)
                 heads[trace_id] = (trace_version, digest)
                 out.count, out.last, out.last_hash = out.count + 1, position, digest
                 if position == task.anchor:
                     out.anchor_hash = digest
-            if len(rows) < task.batch_size:
+            out.problem = _captures_hold(cur, wanted, out.captures)
+            if out.problem is not None or len(rows) < task.batch_size:
                 break
         cur.execute("COMMIT")
     if task.tree_at is not None and out.heads_at is None:
@@ -165,24 +177,32 @@ def _walk_part(task: _Task) -> _Part:
     return out
 
 
-def _capture_holds(cur: Any, payload: str, checked: set[str]) -> bool:
-    """Whether the capture a capture event names is stored as bytes that hash to it, of
-    the size recorded (``verify._capture_problem`` says why not); adds it to ``checked``."""
+def _capture_sha(payload: str) -> str | None:
+    """The sha256 a capture event names (None: its payload names none)."""
     try:
         sha = json.loads(payload).get("sha256")
     except (ValueError, AttributeError):
-        return False
-    if not isinstance(sha, str):
-        return False
-    if sha in checked:
-        return True
-    cur.execute(_BLOB_SQL, (sha,))
-    row = cur.fetchone()
-    if row is None or not isinstance(row[1], bytes) or not isinstance(row[0], int) \
-            or row[0] != len(row[1]) or hashlib.sha256(row[1]).hexdigest() != sha:
-        return False
-    checked.add(sha)
-    return True
+        return None
+    return sha if isinstance(sha, str) else None
+
+
+def _captures_hold(cur: Any, wanted: Mapping[str, int], checked: set[str]) -> int | None:
+    """None when every capture in ``wanted`` is stored as bytes that hash to it, of the
+    size recorded (``verify._capture_problem`` says why one is not), and adds them to
+    ``checked``; else the position naming one that is not.  A few captures per query:
+    fewer round trips, and memory bounded by a few captures, however large."""
+    shas = list(wanted)
+    for start in range(0, len(shas), _CAPTURES_PER_QUERY):
+        chunk = shas[start:start + _CAPTURES_PER_QUERY]
+        cur.execute(_BLOBS_SQL, (chunk,))
+        found = {sha: (size, data) for sha, size, data in cur.fetchall()}
+        for sha in chunk:
+            size, data = found.get(sha, (None, None))
+            if not isinstance(data, bytes) or not isinstance(size, int) \
+                    or size != len(data) or hashlib.sha256(data).hexdigest() != sha:
+                return wanted[sha]
+            checked.add(sha)
+    return None
 
 
 @contextmanager
@@ -220,7 +240,7 @@ def verify_log_parallel(conn: Connection, jobs: int, *, batch_size: int = 5000,
     process; the single pass on ``conn`` makes the report when a part finds a problem."""
     from tracestore.store.verify import _legacy_marks, verify_log
 
-    if conn.dialect.name != "postgresql" or jobs < 2 or _legacy_marks(conn)[0] > 0:
+    if conn.dialect.name != "postgresql" or jobs < 1 or _legacy_marks(conn)[0] > 0:
         return verify_log(conn, batch_size=batch_size, expected=expected)
     parts = _run_parts(_connect_args(conn), jobs, batch_size, expected)
     result = None if parts is None else _merge(parts, expected)
