@@ -258,10 +258,15 @@ def failing_part(task: Any) -> Any:
     raise RuntimeError("a worker failed")
 
 
+def dying_part(task: Any) -> Any:
+    os._exit(9)
+
+
+@pytest.mark.parametrize("walk", [failing_part, dying_part])
 def test_a_failing_worker_leaves_the_single_pass_to_report(intact_url: str,
                                                           monkeypatch: pytest.MonkeyPatch,
-                                                          ) -> None:
-    monkeypatch.setattr(vp, "_walk_part", failing_part)
+                                                          walk: Any) -> None:
+    monkeypatch.setattr(vp, "_walk_part", walk)
     single, parallel, parts = both(intact_url)
     assert parallel == single and single.ok and parts is None
     assert multiprocessing.active_children() == []
@@ -278,7 +283,6 @@ def slow_part(task):
     print(os.getpid(), flush=True)
     time.sleep(120)
 
-slow_part.__module__, slow_part.__qualname__ = vp.__name__, "_walk_part"
 vp._walk_part = slow_part
 with EventStore(sys.argv[1]) as store:
     store.verify(jobs=2)

@@ -261,31 +261,62 @@ def _run_parts(connect: Mapping[str, Any], jobs: int, batch_size: int,
     context = multiprocessing.get_context("fork")
     try:
         with _exported_snapshot(connect) as (snapshot, threshold):
-            tasks = [_Task(dict(connect), snapshot, threshold, part, jobs, batch_size,
-                           anchor, tree_at) for part in range(jobs)]
-            pool = context.Pool(jobs, initializer=_worker_signals)
+            workers: list[tuple[Any, Any]] = []
             try:
-                found = []
-                for part in pool.imap_unordered(_walk_part, tasks):
-                    if part.problem is not None:
-                        return None
-                    found.append(part)
-                return found
+                for part in range(jobs):
+                    receive, send = context.Pipe(duplex=False)
+                    task = _Task(dict(connect), snapshot, threshold, part, jobs, batch_size,
+                                 anchor, tree_at)
+                    process = context.Process(target=_worker, args=(task, send), daemon=True)
+                    process.start()
+                    send.close()
+                    workers.append((process, receive))
+                return _collect([receive for _, receive in workers])
             finally:  # also on Ctrl-C: no worker, and so no connection, outlives the pass
-                pool.terminate()
-                pool.join()
+                for process, receive in workers:
+                    if process.is_alive():
+                        process.kill()
+                    process.join()
+                    receive.close()
     except Exception:  # noqa: BLE001 - a worker's failure: the single pass says why
         return None
 
 
-def _worker_signals() -> None:
-    """Ctrl-C reaches the whole process group: only the coordinator acts on it (it stops
-    the workers); SIGTERM ends a worker outright (the CLI's handler, inherited by the
-    fork, would raise inside the task and leave the worker waiting for the next one)."""
+def _worker(task: _Task, send: Any) -> None:
+    """A worker process: its part's findings, or None when it failed, sent back once.
+    Ctrl-C reaches the whole process group: only the coordinator acts on it (it kills the
+    workers); SIGTERM ends a worker outright (the CLI's handler, inherited by the fork,
+    would raise inside the walk instead)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        found: _Part | None = _walk_part(task)
+    except Exception:  # noqa: BLE001 - any failure: the single pass reports it
+        found = None
+    send.send(found)
+    send.close()
+
+
+def _collect(receivers: list[Any]) -> list[_Part] | None:
+    """Each worker's findings as they come; None at the first problem or failure (a
+    worker that died sends nothing: its pipe ends)."""
+    from multiprocessing.connection import wait
+
+    pending, found = set(receivers), []
+    while pending:
+        ready_ones: list[Any] = wait(list(pending))  # the receiving ends given
+        for ready in ready_ones:
+            try:
+                part: _Part | None = ready.recv()
+            except EOFError:
+                return None
+            pending.discard(ready)
+            if part is None or part.problem is not None:
+                return None
+            found.append(part)
+    return found
 
 
 def _merge(parts: list[_Part], expected: Expected | None) -> VerifyResult | None:
