@@ -272,7 +272,7 @@ def test_a_failing_worker_leaves_the_single_pass_to_report(intact_url: str,
     assert multiprocessing.active_children() == []
 
 
-_INTERRUPTED = """
+_INTERRUPTED = r"""
 import os, sys, time
 from tracestore.store import verify_parallel as vp
 from tracestore.store.log import EventStore
@@ -280,7 +280,7 @@ from tracestore.store.log import EventStore
 def slow_part(task):
     import psycopg
     conn = psycopg.connect(**task.connect)
-    print(os.getpid(), flush=True)
+    os.write(1, f"{os.getpid()}\n".encode())  # one write: the two workers share the pipe
     time.sleep(120)
 
 vp._walk_part = slow_part
