@@ -4,7 +4,8 @@ Prints, never asserts.  Builds one store of ``--events`` events in a fresh datab
 server named by ``--pg`` (or ``$TRACESTORE_TEST_PG_URL``): attempts of 14 events each (the
 Bedrock projection ``fixtures/projections/t1.json`` as ``ingest`` stores it, with four
 more frames), each attempt its own trace with its own capture blob of
-``--capture-bytes`` random bytes, eight attempts interleaved at a time as concurrent
+``--capture-bytes`` random bytes (with ``--captures-every K`` only every K-th attempt has
+its own, the others name an earlier one's), eight attempts interleaved at a time as concurrent
 recorders write them.  Rows and chain hashes are computed here (``trace_chain_hash``,
 the recipe the store uses) and sent with ``COPY``; the table is then vacuumed and
 analyzed, as a settled store would be.  Then, rounds interleaved (the order rotates each
@@ -20,7 +21,8 @@ round), in this process:
 Goal: parallel / single <= 0.6 (wall time, median of the rounds' ratios).  Every pass's
 result must be the same; the script says so.
 
-Run:  python bench/verify_parallel.py [--events 1000000] [--rounds 3] [--jobs N] [--pg URL]
+Run:  python bench/verify_parallel.py [--events 1000000] [--rounds 2] [--jobs N] [--pg URL]
+      [--captures-every K] [--no-one-worker]
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ def template() -> list[tuple[str, int, str, int, str]]:
     return out
 
 
-def build(db: str, events: int, capture_bytes: int) -> tuple[int, int]:
-    """The store: (events, captures) written."""
+def build(db: str, events: int, capture_bytes: int, every: int = 1) -> tuple[int, int]:
+    """The store: (events, traces) written; every ``every``-th attempt has a capture of
+    its own, the others name an earlier one's."""
     import hashlib
     import random
 
@@ -102,9 +105,10 @@ def build(db: str, events: int, capture_bytes: int) -> tuple[int, int]:
                 prev: dict[int, str] = {}
                 payloads: dict[int, list[str]] = {}
                 for n in members:
-                    data = rng.randbytes(capture_bytes)
-                    sha = hashlib.sha256(data).hexdigest()
-                    blobs.write_row((sha, len(data), data))
+                    if n % every == 0:
+                        data = rng.randbytes(capture_bytes)
+                        sha = hashlib.sha256(data).hexdigest()
+                        blobs.write_row((sha, len(data), data))
                     payloads[n] = [
                         p.replace('"attempt_id":"a0"', f'"attempt_id":"a{n}"')
                         .replace('"trace_id":"t0"', f'"trace_id":"t{n}"')
@@ -146,10 +150,13 @@ def timed(store, jobs: int):  # noqa: ANN001, ANN201 - an EventStore; its Verify
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=None)
     parser.add_argument("--no-one-worker", action="store_true")
     parser.add_argument("--capture-bytes", type=int, default=2048)
+    parser.add_argument("--captures-every", type=int, default=1, metavar="K",
+                        help="Only every K-th attempt has a capture of its own (the others "
+                             "name an earlier one's): the pass without the capture reads.")
     parser.add_argument("--pg", default=os.environ.get("TRACESTORE_TEST_PG_URL"))
     parser.add_argument("--keep", action="store_true",
                         help="Keep the store's database (its URL is printed) for --db.")
@@ -162,12 +169,14 @@ def main() -> None:
 
     jobs = args.jobs or default_jobs()
     db = args.db or fresh_db(args.pg)
+    began = time.perf_counter()
     try:
         if args.db is None:
             start = time.perf_counter()
-            total, attempts = build(db, args.events, args.capture_bytes)
+            total, attempts = build(db, args.events, args.capture_bytes, args.captures_every)
+            captures = -(-attempts // args.captures_every)
             print(f"store: {total:,} events in {attempts:,} traces of {PER_ATTEMPT}, "
-                  f"{attempts:,} captures of {args.capture_bytes} bytes; built in "
+                  f"{captures:,} captures of {args.capture_bytes} bytes; built in "
                   f"{time.perf_counter() - start:.1f} s", flush=True)
         if args.keep or args.db:
             print(f"store kept: --db {db}")
@@ -197,6 +206,7 @@ def main() -> None:
         if "one-worker" in names:
             one = statistics.median(o / s for o, s in zip(times["one-worker"], times["single"]))
             print(f"one-worker/single {one:.2f}x (the worker path without parallelism)")
+        print(f"whole run {time.perf_counter() - began:.0f} s")
     finally:
         if not (args.keep or args.db):
             drop_db(db)
