@@ -181,6 +181,8 @@ def main() -> None:
         if args.keep or args.db:
             print(f"store kept: --db {db}")
         print(f"{jobs} workers on {os.cpu_count()} CPUs", flush=True)
+        if args.rounds < 1:  # --keep --rounds 0: only build
+            return
         names = ["single", "parallel", "single2"] + ([] if args.no_one_worker
                                                      else ["one-worker"])
         jobs_of = {"single": 1, "single2": 1, "parallel": jobs, "one-worker": 0}

@@ -6,7 +6,9 @@ checks of a row is what the single pass (``verify.verify_log``) checks: its trac
 version follows the last, its hash chains onto the trace's previous row, and a capture it
 names is in ``ts_blobs`` with bytes that hash to it and the size recorded.  A worker reads
 its part in position order, so a trace's rows are judged in the order the single pass
-judges them.
+judges them, and the table is read in the order it was written (sequentially, however
+widely a trace's rows are spread); the price is that each worker's query walks the whole
+primary key and keeps its part's rows, so the server reads every row once per worker.
 
 Every worker reads the same rows the single pass would: the coordinator exports one
 snapshot (``pg_export_snapshot``) and fixes the settled bound once in it (rows written by
@@ -17,9 +19,10 @@ The parallel pass only ever says "ok": the first row or capture a worker cannot 
 (or any error in a worker) stops every worker, and the single pass then runs and makes
 the report, so a damaged store is reported exactly as the single pass reports it (the
 first broken position, the events verified before it, the head hash and captures
-re-hashed up to it).  An intact store's result is built from the parts: the events and
-captures summed, the last position and its hash, the tree head over every trace's head,
-and a checkpoint's row or tree head checked as the single pass checks them.
+re-hashed up to it).  An intact store's result is built from the parts: the events
+summed, the captures counted once each, the last position and its hash, the tree head
+over every trace's head, and a checkpoint's row or tree head checked as the single pass
+checks them.
 
 A store that kept one global chain before per-trace chains (``ts_meta.legacy_chain_end``
 above 0) is verified by the single pass: that chain links every row to the one before it
