@@ -171,15 +171,69 @@ DAMAGE: dict[str, tuple[list[str], str]] = {
 }
 
 
+@pytest.mark.parametrize("jobs", [2, 7])
 @pytest.mark.parametrize("name", list(DAMAGE))
 def test_a_damaged_store_is_reported_as_the_single_pass_reports_it(damaged_url: str,
-                                                                   name: str) -> None:
+                                                                   name: str,
+                                                                   jobs: int) -> None:
     statements, reason = DAMAGE[name]
     damage(damaged_url, *statements)
-    single, parallel, parts = both(damaged_url)
+    single, parallel, parts = both(damaged_url, jobs)
     assert not single.ok and reason in (single.reason or ""), single
     assert parallel == single
-    assert parts is None  # a worker found it: the single pass made the report
+    # A worker found it, or the ranges do not chain: the single pass made the report.
+    assert parts is None or vp._merge(parts, None) is None
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_each_range_boundary_is_chained(damaged_url: str, jobs: int) -> None:
+    """A trace's first row in a range, its predecessor in the range before, is judged
+    when the ranges are stitched: its payload edited there is found (the rows after it
+    chain onto its stored hash, so no worker can see it)."""
+    from sqlalchemy import text
+
+    with EventStore(damaged_url) as store, store._reader.connect() as conn:
+        last = conn.execute(text("SELECT max(position) FROM ts_events")).scalar()
+        assert last is not None
+        position = conn.execute(text(
+            "SELECT position FROM ts_events e WHERE position > :lo AND trace_version > 1 "
+            "AND NOT EXISTS (SELECT 1 FROM ts_events f WHERE f.trace_id IS NOT DISTINCT "
+            "FROM e.trace_id AND f.position > :lo AND f.position < e.position) "
+            "ORDER BY position LIMIT 1"), {"lo": last // jobs}).scalar()
+    damage(damaged_url, "UPDATE ts_events SET payload = payload || ' ' WHERE position = "
+                        f"{position}")
+    single, parallel, parts = both(damaged_url, jobs)
+    assert not single.ok and single.first_broken_position == position
+    assert parallel == single
+    assert parts is not None and vp._merge(parts, None) is None  # found by the stitch
+
+
+def test_a_trace_started_again_in_a_later_range(damaged_url: str) -> None:
+    """A row numbered 1 of a trace that already has rows, hashed onto nothing as a first
+    row is: valid alone, so only the stitch sees its version does not follow."""
+    from sqlalchemy import text
+
+    from tracestore.store.chain import GENESIS_HASH, trace_chain_hash
+
+    jobs = 7
+    with EventStore(damaged_url) as store, store._reader.connect() as conn:
+        position = int(conn.execute(text("SELECT max(position) FROM ts_events")).scalar_one()) + 1
+        trace = conn.execute(text(  # a trace with no row in the last range
+            "SELECT trace_id FROM ts_events WHERE trace_id IS NOT NULL GROUP BY trace_id "
+            "HAVING max(position) <= :edge ORDER BY 1 LIMIT 1"),
+            {"edge": position * (jobs - 1) // jobs}).scalar_one()
+    row = (position, "restarted", "attempt:restarted", 1, "frame.received", 1,
+           "2026-01-01T00:00:00+00:00", trace, "{}")
+    digest = trace_chain_hash(GENESIS_HASH, position, 1, *row[1:8], b"{}")
+    damage(damaged_url, "DROP INDEX uq_ts_events_trace_version",
+           "INSERT INTO ts_events (position, id, stream, version, type, schema_version, "
+           "recorded_at, trace_id, payload, hash, trace_version) VALUES "
+           f"({position}, 'restarted', 'attempt:restarted', 1, 'frame.received', 1, "
+           f"'{row[6]}', '{trace}', '{{}}', '{digest}', 1)")
+    single, parallel, parts = both(damaged_url, jobs)
+    assert not single.ok and single.first_broken_position == position
+    assert parallel == single
+    assert parts is not None and vp._merge(parts, None) is None  # found by the stitch
 
 
 def test_a_deleted_tail_verifies_alike_with_another_root(damaged_url: str) -> None:

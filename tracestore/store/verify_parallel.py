@@ -50,15 +50,16 @@ if TYPE_CHECKING:
 #: (starting the workers costs more than they save).
 PARALLEL_MIN_EVENTS = 20_000
 
-# The SQL that knows the table's columns, in one place: the trace key a row is split by,
-# and the statement a worker pages its part with (the columns ``verify._FAST_COLUMNS``
-# reads, in its order).
-_TRACE_KEY = "coalesce(trace_id, '')"
-_PART = f"mod(hashtextextended({_TRACE_KEY}, 0) & 9223372036854775807, %s)"
-_PART_ROWS_SQL = (
+# The SQL that knows the table's columns, in one place: the statement a worker pages its
+# range with (the columns ``verify._FAST_COLUMNS`` reads, in its order), and the end of
+# the settled rows.
+_SETTLED = "(txid IS NULL OR txid < %s)"
+_RANGE_ROWS_SQL = (
     "SELECT position, id, stream, version, type, schema_version, recorded_at, trace_id, "
-    "payload, hash, trace_version FROM ts_events WHERE position > %s "
-    f"AND (txid IS NULL OR txid < %s) AND {_PART} = %s ORDER BY position LIMIT %s")
+    f"payload, hash, trace_version FROM ts_events WHERE position > %s AND position <= %s "
+    f"AND {_SETTLED} ORDER BY position LIMIT %s")
+_LAST_SETTLED_SQL = ("SELECT coalesce(max(position), 0) FROM ts_events WHERE "
+                     + _SETTLED.replace("%s", "{threshold}"))
 _BLOBS_SQL = "SELECT sha256, size, data FROM ts_blobs WHERE sha256 = ANY(%s)"
 _CAPTURES_PER_QUERY = 32
 _SNAPSHOT_ID = re.compile(r"^[0-9A-Fa-f]+-[0-9A-Fa-f]+(-[0-9]+)?$")
@@ -98,14 +99,20 @@ def default_jobs() -> int:
 
 @dataclass
 class _Part:
-    """What one worker found in its part of the traces."""
+    """What one worker found in its range of positions."""
 
+    lo: int = 0
+    "The range's start (exclusive)."
     count: int = 0
     last: int = 0
     last_hash: str = GENESIS_HASH
     heads: dict[str | None, tuple[int, str]] = field(default_factory=dict)
+    "Each trace's last row in the range: (version, hash)."
+    firsts: dict[str | None, tuple[int, tuple[Any, ...] | None]] = field(default_factory=dict)
+    """Each trace's first row in the range: (its version, the row when its predecessor is
+    in an earlier range: only the coordinator knows that predecessor's hash)."""
     heads_at: dict[str | None, tuple[int, str]] | None = None
-    "Its traces' heads as of a tree checkpoint's position (None: no checkpoint)."
+    "The heads as of a tree checkpoint's position, of the rows up to it (None: none)."
     captures: set[str] = field(default_factory=set)
     anchor_hash: str | None = None
     "The hash of the row at a row checkpoint's position, when this part holds it."
@@ -118,50 +125,58 @@ class _Task:
     connect: Mapping[str, Any]
     snapshot: str
     threshold: int
-    part: int
-    parts: int
+    lo: int
+    hi: int
     batch_size: int
     anchor: int
     tree_at: int | None
 
 
 def _walk_part(task: _Task) -> _Part:
-    """One part's rows in position order, judged as ``verify._Walk.walk_fast`` judges them;
-    stops at the first batch holding a row or capture it cannot confirm."""
+    """The rows of one range of positions in order, judged as ``verify._Walk.walk_fast``
+    judges them, except each trace's first row in the range when its predecessor is in an
+    earlier one (kept for ``_stitch``); stops at the first batch holding a row or capture
+    it cannot confirm."""
     import psycopg
 
-    sha256, out = hashlib.sha256, _Part()
-    heads = out.heads
+    sha256, out = hashlib.sha256, _Part(lo=task.lo)
+    heads, firsts, cursor = out.heads, out.firsts, task.lo
     with psycopg.connect(**task.connect, autocommit=True) as pg, pg.cursor() as cur:
         cur.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         cur.execute(f"SET TRANSACTION SNAPSHOT '{task.snapshot}'")
-        # The planner takes the part's filter for a rare match (it keeps 1/jobs of the
-        # rows): on a large table it would then read and sort every later row for each
-        # batch, or start parallel workers for it; the primary key's order is the plan.
+        # The primary key's order is the plan: a sort of the range, or parallel workers
+        # for it, would only add to the workers already using the CPUs.
         cur.execute("SET LOCAL enable_seqscan = off")
         cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         while True:
-            cur.execute(_PART_ROWS_SQL, (out.last, task.threshold, task.parts, task.part,
-                                         task.batch_size))
+            cur.execute(_RANGE_ROWS_SQL, (cursor, task.hi, task.threshold, task.batch_size))
             rows = cur.fetchall()
             wanted: dict[str, int] = {}
             "Captures named in this batch not re-hashed yet: the first position naming each."
-            for (position, event_id, stream, version, type_name, schema_version, recorded_at,
-                 trace_id, payload, digest, trace_version) in rows:
+            for row in rows:
+                (position, event_id, stream, version, type_name, schema_version, recorded_at,
+                 trace_id, payload, digest, trace_version) = row
                 if task.tree_at is not None and out.heads_at is None \
                         and position > task.tree_at:
                     out.heads_at = dict(heads)
-                have, prev = heads.get(trace_id, (0, GENESIS_HASH))
-                if payload.__class__ is not str or trace_version != have + 1:
+                seen = heads.get(trace_id)
+                if payload.__class__ is not str or (seen is not None
+                                                    and trace_version != seen[0] + 1):
                     out.problem = position
                     return out
-                h = sha256(f"{prev}\x1f{position}\x1f{trace_version}\x1f{event_id}"
-                           f"\x1f{stream}\x1f{version}\x1f{type_name}\x1f{schema_version}"
-                           f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
-                h.update(payload.encode())
-                if h.hexdigest() != digest:
-                    out.problem = position
-                    return out
+                if seen is None and trace_version != 1:
+                    firsts[trace_id] = (trace_version, row)
+                else:
+                    if seen is None:
+                        firsts[trace_id] = (1, None)
+                    prev = GENESIS_HASH if seen is None else seen[1]
+                    h = sha256(f"{prev}\x1f{position}\x1f{trace_version}\x1f{event_id}"
+                               f"\x1f{stream}\x1f{version}\x1f{type_name}\x1f{schema_version}"
+                               f"\x1f{recorded_at}\x1f{trace_id or ''}\x1f".encode())
+                    h.update(payload.encode())
+                    if h.hexdigest() != digest:
+                        out.problem = position
+                        return out
                 if type_name in _CAPTURE_TYPES:
                     sha = _capture_sha(payload)
                     if sha is None:
@@ -176,6 +191,7 @@ def _walk_part(task: _Task) -> _Part:
             out.problem = _captures_hold(cur, wanted, out.captures)
             if out.problem is not None or len(rows) < task.batch_size:
                 break
+            cursor = rows[-1][0]
         cur.execute("COMMIT")
     if task.tree_at is not None and out.heads_at is None:
         out.heads_at = dict(heads)
@@ -211,9 +227,9 @@ def _captures_hold(cur: Any, wanted: Mapping[str, int], checked: set[str]) -> in
 
 
 @contextmanager
-def _exported_snapshot(connect: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
-    """(snapshot id, settled threshold) of a read-only transaction held open while the
-    workers import its snapshot."""
+def _exported_snapshot(connect: Mapping[str, Any]) -> Iterator[tuple[str, int, int]]:
+    """(snapshot id, settled threshold, last settled position) of a read-only transaction
+    held open while the workers import its snapshot."""
     import psycopg
 
     from tracestore.store.pg_bulk import pg_settled_threshold
@@ -225,8 +241,10 @@ def _exported_snapshot(connect: Mapping[str, Any]) -> Iterator[tuple[str, int]]:
         snapshot, threshold = str(row[0]), int(row[1])
         if not _SNAPSHOT_ID.match(snapshot):
             raise ValueError(f"unexpected snapshot id {snapshot!r}")
+        last = pg.execute(_LAST_SETTLED_SQL.format(threshold=threshold)).fetchone()
+        assert last is not None
         try:
-            yield snapshot, threshold
+            yield snapshot, threshold, int(last[0])
         finally:
             pg.execute("ROLLBACK")
 
@@ -241,8 +259,9 @@ def _connect_args(conn: Connection) -> dict[str, Any]:
 
 def verify_log_parallel(conn: Connection, jobs: int, *, batch_size: int = 5000,
                         expected: Expected | None = None) -> VerifyResult:
-    """``verify_log`` with the traces split into ``jobs`` parts, each walked in its own
-    process; the single pass on ``conn`` makes the report when a part finds a problem."""
+    """``verify_log`` with the positions split into ``jobs`` ranges, each walked in its
+    own process; the single pass on ``conn`` makes the report when a range holds a
+    problem."""
     from tracestore.store.verify import _legacy_marks, verify_log
 
     if conn.dialect.name != "postgresql" or jobs < 1 or _legacy_marks(conn)[0] > 0:
@@ -265,12 +284,13 @@ def _run_parts(connect: Mapping[str, Any], jobs: int, batch_size: int,
     # fork: a worker needs nothing of the parent but its task, and starts in milliseconds.
     context = multiprocessing.get_context("fork")
     try:
-        with _exported_snapshot(connect) as (snapshot, threshold):
+        with _exported_snapshot(connect) as (snapshot, threshold, last):
             workers: list[tuple[Any, Any]] = []
             try:
-                for part in range(jobs):
+                edges = [last * part // jobs for part in range(jobs + 1)]
+                for lo, hi in zip(edges, edges[1:]):
                     receive, send = context.Pipe(duplex=False)
-                    task = _Task(dict(connect), snapshot, threshold, part, jobs, batch_size,
+                    task = _Task(dict(connect), snapshot, threshold, lo, hi, batch_size,
                                  anchor, tree_at)
                     process = context.Process(target=_worker, args=(task, send), daemon=True)
                     process.start()
@@ -324,13 +344,35 @@ def _collect(receivers: list[Any]) -> list[_Part] | None:
     return found
 
 
-def _merge(parts: list[_Part], expected: Expected | None) -> VerifyResult | None:
-    """The single pass's result on an intact store, from its parts; None when a
-    checkpoint does not hold (the single pass then says how)."""
+def _stitch(parts: list[_Part]) -> dict[str | None, tuple[int, str]] | None:
+    """Every trace's head after the ranges in order, or None when a trace's first row in a range does not follow its last row
+    in the ranges before: its version is not the next, or its hash does not chain onto
+    that row's (the workers could not know that hash)."""
+    from tracestore.store.chain import trace_chain_hash
+
     heads: dict[str | None, tuple[int, str]] = {}
+    for part in parts:
+        for trace, (version, row) in part.firsts.items():
+            have, prev = heads.get(trace, (0, GENESIS_HASH))
+            if version != have + 1:
+                return None
+            if row is not None and trace_chain_hash(
+                    prev, row[0], row[10], row[1], row[2], row[3], row[4], row[5], row[6],
+                    row[7], row[8].encode()) != row[9]:
+                return None
+        heads.update(part.heads)
+    return heads
+
+
+def _merge(parts: list[_Part], expected: Expected | None) -> VerifyResult | None:
+    """The single pass's result on an intact store, from its ranges; None when the ranges
+    do not chain or a checkpoint does not hold (the single pass then says how)."""
+    parts = sorted(parts, key=lambda part: part.lo)
+    heads = _stitch(parts)
+    if heads is None:
+        return None
     captures: set[str] = set()
     for part in parts:
-        heads.update(part.heads)
         captures |= part.captures
     last = max(parts, key=lambda part: part.last)
     if expected is not None and expected.root is None and expected.position != 0:
@@ -338,7 +380,7 @@ def _merge(parts: list[_Part], expected: Expected | None) -> VerifyResult | None
             return None
     elif expected is not None:
         heads_at: dict[str | None, tuple[int, str]] = {}
-        for part in parts:
+        for part in parts:  # in order: a later range's heads replace an earlier one's
             heads_at.update(part.heads_at or {})
         head = tree_head(heads_at, expected.position)
         if (head.size, head.root) != (expected.tree_size, expected.root):
