@@ -1,32 +1,34 @@
-"""``verify`` on PostgreSQL with its trace chains walked in parallel worker processes.
+"""``verify`` on PostgreSQL with the log walked in parallel worker processes.
 
-Each trace is its own hash chain, so the traces can be split into ``jobs`` parts by a
-stable hash of their key and each part walked on its own connection.  What a worker
-checks of a row is what the single pass (``verify.verify_log``) checks: its trace's
-version follows the last, its hash chains onto the trace's previous row, and a capture it
-names is in ``ts_blobs`` with bytes that hash to it and the size recorded.  A worker reads
-its part in position order, so a trace's rows are judged in the order the single pass
-judges them, and the table is read in the order it was written (sequentially, however
-widely a trace's rows are spread); the price is that each worker's query walks the whole
-primary key and keeps its part's rows, so the server reads every row once per worker.
+The settled positions are split into ``jobs`` ranges, and each worker walks its range in
+position order on its own connection, checking what the single pass
+(``verify.verify_log``) checks of a row: its trace's version follows the last, its hash
+chains onto the trace's previous row, and a capture it names is in ``ts_blobs`` with bytes
+that hash to it and the size recorded (a batch's captures read a few per query).  Each
+worker reads only its own rows, in the order the table was written.  A trace's first row
+in a range has its predecessor in an earlier range, whose hash the worker does not know:
+the worker returns that row, and every trace's last version and hash in its range, and
+the coordinator stitches the ranges in order (``_stitch``): the row's version must follow
+the trace's last in the ranges before, and its hash must chain onto that row's.  Each
+trace's rows are thus judged in the order the single pass judges them, the first row of a
+range a moment later.
 
 Every worker reads the same rows the single pass would: the coordinator exports one
-snapshot (``pg_export_snapshot``) and fixes the settled bound once in it (rows written by
-transactions older than the oldest still open, ``pg_bulk.pg_settled_threshold``); each
-worker imports that snapshot and applies that bound.
+snapshot (``pg_export_snapshot``) and fixes in it the settled bound (rows written by
+transactions older than the oldest still open, ``pg_bulk.pg_settled_threshold``) and the
+last settled position; each worker imports that snapshot and applies that bound.
 
-The parallel pass only ever says "ok": the first row or capture a worker cannot confirm
-(or any error in a worker) stops every worker, and the single pass then runs and makes
-the report, so a damaged store is reported exactly as the single pass reports it (the
-first broken position, the events verified before it, the head hash and captures
-re-hashed up to it).  An intact store's result is built from the parts: the events
-summed, the captures counted once each, the last position and its hash, the tree head
-over every trace's head, and a checkpoint's row or tree head checked as the single pass
-checks them.
+The parallel pass only ever says "ok": the first row or capture a worker cannot confirm,
+a range that does not chain onto the ones before, a checkpoint that does not hold, or any
+error in a worker stops every worker, and the single pass then runs and makes the report,
+so a damaged store is reported exactly as the single pass reports it (the first broken
+position, the events verified before it, the head hash and captures re-hashed up to it).
+An intact store's result is built from the ranges: the events summed, the captures
+counted once each, the last position and its hash, the tree head over every trace's head,
+and a checkpoint's row or tree head checked as the single pass checks them.
 
 A store that kept one global chain before per-trace chains (``ts_meta.legacy_chain_end``
-above 0) is verified by the single pass: that chain links every row to the one before it
-in position order and cannot be split.
+above 0) is verified by the single pass.
 """
 
 from __future__ import annotations
