@@ -391,3 +391,21 @@ def test_ctrl_c_stops_the_workers_and_their_connections(intact_url: str) -> None
     while _backends(intact_url) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _backends(intact_url) == 0
+
+
+def test_a_store_with_a_global_chain_is_verified_alike() -> None:
+    """Rows from before per-trace chains: the single pass walks them (with any --jobs)."""
+    import importlib
+
+    # By name: that module imports ``tests.conftest``, this one ``conftest`` (mypy would
+    # see one file under two module names).
+    old = importlib.import_module("test_store_chains_migration")
+    url = _fresh_pg_url()
+    old._old_store(url)
+    with EventStore(url) as store:
+        store.append([old.frame("a", "4"), old.frame("c", "1")])
+    single, parallel, _ = both(url)
+    assert single.ok and single.count == 9 and parallel == single
+    damage(url, "UPDATE ts_events SET payload = payload || ' ' WHERE position = 2")
+    single, parallel, _ = both(url)
+    assert not single.ok and single.first_broken_position == 2 and parallel == single
