@@ -358,6 +358,10 @@ def slow_part(task):
     time.sleep(120)
 
 vp._walk_part = slow_part
+if sys.argv[2] == "cli":  # the command, as the installed script runs it
+    from tracestore.cli import main
+    sys.argv = ["tracestore", "verify", "--jobs", "2", "--db", sys.argv[1]]
+    main()
 with EventStore(sys.argv[1]) as store:
     store.verify(jobs=2)
 """
@@ -375,15 +379,21 @@ def _backends(url: str) -> int:
     return int(row[0])
 
 
-def test_ctrl_c_stops_the_workers_and_their_connections(intact_url: str) -> None:
-    child = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, intact_url],
+@pytest.mark.parametrize("how, signum", [("library", signal.SIGINT),
+                                         ("cli", signal.SIGINT), ("cli", signal.SIGTERM)])
+def test_ctrl_c_stops_the_workers_and_their_connections(intact_url: str, how: str,
+                                                        signum: int) -> None:
+    child = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, intact_url, how],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert child.stdout is not None
     workers = [int(child.stdout.readline()) for _ in range(2)]  # both connected
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signum)
     _, stderr = child.communicate(timeout=60)
-    assert child.returncode != 0 and "KeyboardInterrupt" in stderr
+    if how == "cli":  # stopped as Ctrl-C stops a command: its status, no traceback
+        assert (child.returncode, stderr) == (130, ""), stderr
+    else:
+        assert "KeyboardInterrupt" in stderr, stderr
     for pid in workers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
