@@ -266,7 +266,7 @@ class Store:
                ) -> Verification:
         """Recompute the hash chain and re-hash stored captures (and, with ``expected``, a
         signed head the log must extend); then check every review signature.  ``jobs``:
-        worker processes walking the traces on PostgreSQL (default: one per CPU on a
+        worker processes walking ranges of the log on PostgreSQL (default: one per CPU on a
         store of 20,000 events or more; SQLite always walks in one pass)."""
         chain = self.log.verify(expected=expected, jobs=jobs)
         return Verification(chain, self.review_signatures() if chain.ok else None)

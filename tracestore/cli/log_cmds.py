@@ -214,7 +214,7 @@ def verify(
                         "--checkpoint, also prove its head is in the signed tree (from the "
                         "FILE.leaves beside it).", autocompletion=complete_trace)] = None,
     jobs: Annotated[Optional[int], typer.Option(
-        "--jobs", help="Worker processes walking the traces' chains on PostgreSQL (the "
+        "--jobs", help="Worker processes walking ranges of the log on PostgreSQL (the "
                        "report is the same). Default: one per CPU on a store of 20,000 "
                        "events or more; SQLite always walks in one pass.")] = None,
     db: DbOption = None,
