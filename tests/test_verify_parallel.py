@@ -25,6 +25,7 @@ import pytest
 from clihelp import run
 from conftest import PG_URL, _fresh_pg_url
 from tracestore.store import verify_parallel as vp
+from tracestore.store import verify_worker as vw
 from tracestore.store.chain import Expected, VerifyResult
 from tracestore.store.log import EventStore
 from tracestore.store.verify import verify_log, verify_store
@@ -340,7 +341,7 @@ def dying_part(task: Any) -> Any:
 def test_a_failing_worker_leaves_the_single_pass_to_report(intact_url: str,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           walk: Any) -> None:
-    monkeypatch.setattr(vp, "_walk_part", walk)
+    monkeypatch.setattr(vw, "_walk_part", walk)
     single, parallel, parts = both(intact_url)
     assert parallel == single and single.ok and parts is None
     assert multiprocessing.active_children() == []
@@ -349,6 +350,7 @@ def test_a_failing_worker_leaves_the_single_pass_to_report(intact_url: str,
 _INTERRUPTED = r"""
 import os, sys, time
 from tracestore.store import verify_parallel as vp
+from tracestore.store import verify_worker as vw
 from tracestore.store.log import EventStore
 
 def slow_part(task):
@@ -357,7 +359,7 @@ def slow_part(task):
     os.write(1, f"{os.getpid()}\n".encode())  # one write: the two workers share the pipe
     time.sleep(120)
 
-vp._walk_part = slow_part
+vw._walk_part = slow_part
 if sys.argv[2] == "cli":  # the command, as the installed script runs it
     from tracestore.cli import main
     sys.argv = ["tracestore", "verify", "--jobs", "2", "--db", sys.argv[1]]
