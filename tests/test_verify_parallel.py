@@ -100,13 +100,16 @@ def both(url: str, jobs: int = 3, expected: Expected | None = None,
     did is taken again."""
     from sqlalchemy import text
 
+    from tracestore.store.verify import _legacy_marks
+
     for _ in range(5):
         with EventStore(url) as store, store._reader.connect() as conn:
             head = conn.execute(text("SELECT coalesce(max(position), 0) FROM ts_events")
                                 ).scalar()
             single = verify_store(conn, expected=expected, jobs=1)
             parallel = verify_store(conn, expected=expected, jobs=jobs)
-            parts = vp._run_parts(vp._connect_args(conn), jobs, 7, expected)
+            parts = vp._run_parts(vp._connect_args(conn), jobs, 7, expected,
+                                  _legacy_marks(conn))
         ends = [result.last_position for result in (single, parallel) if result.ok]
         if parts is not None and parts:
             ends.append(max(part.last for part in parts))
@@ -405,19 +408,28 @@ def test_ctrl_c_stops_the_workers_and_their_connections(intact_url: str, how: st
     assert _backends(intact_url) == 0
 
 
-def test_a_store_with_a_global_chain_is_verified_alike() -> None:
-    """Rows from before per-trace chains: the single pass walks them (with any --jobs)."""
+@pytest.mark.parametrize("jobs", [2, 3, 4])
+def test_a_store_with_a_global_chain_is_verified_alike(jobs: int) -> None:
+    """Rows from before per-trace chains are on one global chain: each worker checks it in
+    its range, and the ranges are joined on it too (positions 1..6 of 9 here)."""
     import importlib
 
     # By name: that module imports ``tests.conftest``, this one ``conftest`` (mypy would
     # see one file under two module names).
     old = importlib.import_module("test_store_chains_migration")
-    url = _fresh_pg_url()
-    old._old_store(url)
-    with EventStore(url) as store:
-        store.append([old.frame("a", "4"), old.frame("c", "1")])
-    single, parallel, _ = both(url)
+    urls = [_fresh_pg_url() for _ in range(4)]
+    for url in urls:
+        old._old_store(url)
+        with EventStore(url) as store:
+            store.append([old.frame("a", "4"), old.frame("c", "1")])
+    single, parallel, parts = both(urls[0], jobs)
     assert single.ok and single.count == 9 and parallel == single
-    damage(url, "UPDATE ts_events SET payload = payload || ' ' WHERE position = 2")
-    single, parallel, _ = both(url)
-    assert not single.ok and single.first_broken_position == 2 and parallel == single
+    assert parts is not None and vp._merge(parts, None, 6) == single  # by the workers
+    for url, statements in zip(urls[1:], (
+            ["UPDATE ts_events SET payload = payload || ' ' WHERE position = 2"],
+            ["UPDATE ts_events SET payload = payload || ' ' WHERE position = 4"],
+            ["DELETE FROM ts_events WHERE position = 6"])):
+        damage(url, *statements)
+        single, parallel, parts = both(url, jobs)
+        assert not single.ok and parallel == single, statements
+        assert parts is None or vp._merge(parts, None, 6) is None

@@ -27,8 +27,10 @@ An intact store's result is built from the ranges: the events summed, the captur
 counted once each, the last position and its hash, the tree head over every trace's head,
 and a checkpoint's row or tree head checked as the single pass checks them.
 
-A store that kept one global chain before per-trace chains (``ts_meta.legacy_chain_end``
-above 0) is verified by the single pass.
+Rows stored before per-trace chains (up to ``ts_meta.legacy_chain_end``) are on one
+global chain, each row hashed onto the row before it in position order: a worker checks
+that chain in its range (contiguous positions, ``chain_hash``), and the coordinator joins
+it across the ranges' starts and checks it reaches ``legacy_chain_end``.
 """
 
 from __future__ import annotations
@@ -126,19 +128,22 @@ def verify_log_parallel(conn: Connection, jobs: int, *, batch_size: int = 5000,
     problem."""
     from tracestore.store.verify import _legacy_marks, verify_log
 
-    if conn.dialect.name != "postgresql" or jobs < 1 or _legacy_marks(conn)[0] > 0:
+    if conn.dialect.name != "postgresql" or jobs < 1:
         return verify_log(conn, batch_size=batch_size, expected=expected)
-    parts = _run_parts(_connect_args(conn), jobs, batch_size, expected)
-    result = None if parts is None else _merge(parts, expected)
+    legacy = _legacy_marks(conn)
+    parts = _run_parts(_connect_args(conn), jobs, batch_size, expected, legacy)
+    result = None if parts is None else _merge(parts, expected, legacy[0])
     if result is None:
         return verify_log(conn, batch_size=batch_size, expected=expected)
     return result
 
 
 def _run_parts(connect: Mapping[str, Any], jobs: int, batch_size: int,
-               expected: Expected | None) -> list[Part] | None:
+               expected: Expected | None, legacy: tuple[int, str] = (0, ""),
+               ) -> list[Part] | None:
     """Every part's findings, or None when one found a problem or failed (the others are
-    stopped: the single pass makes the report, or raises the database's error)."""
+    stopped: the single pass makes the report, or raises the database's error).
+    ``legacy``: the end of the global chain and its recorded hash (``ts_meta``)."""
     import multiprocessing
 
     anchor = 0 if expected is None or expected.root is not None else expected.position
@@ -153,7 +158,7 @@ def _run_parts(connect: Mapping[str, Any], jobs: int, batch_size: int,
                 for lo, hi in zip(edges, edges[1:]):
                     receive, send = context.Pipe(duplex=False)
                     task = Task(dict(connect), snapshot, threshold, lo, hi, batch_size,
-                                 anchor, tree_at)
+                                anchor, tree_at, *legacy)
                     process = context.Process(target=worker, args=(task, send), daemon=True)
                     process.start()
                     send.close()
@@ -189,14 +194,24 @@ def _collect(receivers: list[Any]) -> list[Part] | None:
     return found
 
 
-def _stitch(parts: list[Part]) -> dict[str | None, tuple[int, str]] | None:
-    """Every trace's head after the ranges in order, or None when a trace's first row in a range does not follow its last row
-    in the ranges before: its version is not the next, or its hash does not chain onto
-    that row's (the workers could not know that hash)."""
-    from tracestore.store.chain import trace_chain_hash
+def _stitch(parts: list[Part], legacy_end: int = 0,
+            ) -> dict[str | None, tuple[int, str]] | None:
+    """Every trace's head after the ranges in order, or None when the ranges do not join:
+    a trace's first row in a range does not follow its last row in the ranges before (its
+    version is not the next, or its hash does not chain onto that row's: the workers could
+    not know that hash), or the global chain of the rows before per-trace chains skips a
+    position, does not chain across a range's start, or ends before ``legacy_end``."""
+    from tracestore.store.chain import chain_hash, trace_chain_hash
 
     heads: dict[str | None, tuple[int, str]] = {}
+    glob_last, glob_hash = 0, GENESIS_HASH
     for part in parts:
+        row = part.legacy_first
+        if row is not None and (row[0] != glob_last + 1 or chain_hash(
+                glob_hash, row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+                row[8].encode()) != row[9]):
+            return None
+        glob_last, glob_hash = part.legacy_last or (glob_last, glob_hash)
         for trace, (version, row) in part.firsts.items():
             have, prev = heads.get(trace, (0, GENESIS_HASH))
             if version != have + 1:
@@ -206,14 +221,15 @@ def _stitch(parts: list[Part]) -> dict[str | None, tuple[int, str]] | None:
                     row[7], row[8].encode()) != row[9]:
                 return None
         heads.update(part.heads)
-    return heads
+    return heads if glob_last == legacy_end else None
 
 
-def _merge(parts: list[Part], expected: Expected | None) -> VerifyResult | None:
+def _merge(parts: list[Part], expected: Expected | None, legacy_end: int = 0,
+           ) -> VerifyResult | None:
     """The single pass's result on an intact store, from its ranges; None when the ranges
     do not chain or a checkpoint does not hold (the single pass then says how)."""
     parts = sorted(parts, key=lambda part: part.lo)
-    heads = _stitch(parts)
+    heads = _stitch(parts, legacy_end)
     if heads is None:
         return None
     captures: set[str] = set()

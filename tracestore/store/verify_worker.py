@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracestore.store.chain import GENESIS_HASH
+from tracestore.store.chain import GENESIS_HASH, chain_hash
 
 # The SQL that knows the table's columns, in one place with the coordinator's: the
 # statement a worker pages its range with (the columns ``verify._FAST_COLUMNS`` reads, in
@@ -49,6 +49,11 @@ class Part:
     "The hash of the row at a row checkpoint's position, when this part holds it."
     problem: int | None = None
     "The position of the first row or capture it could not confirm."
+    legacy_first: tuple[Any, ...] | None = None
+    """Its first row on the store's global chain (rows before per-trace chains), when the
+    row before it is in an earlier range."""
+    legacy_last: tuple[int, str] | None = None
+    "Its last row on the global chain: (position, hash)."
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,8 @@ class Task:
     batch_size: int
     anchor: int
     tree_at: int | None
+    legacy_end: int = 0
+    legacy_head: str = ""
 
 
 def _walk_part(task: Task) -> Part:
@@ -95,7 +102,13 @@ def _walk_part(task: Task) -> Part:
                                                     and trace_version != seen[0] + 1):
                     out.problem = position
                     return out
-                if seen is None and trace_version != 1:
+                if position <= task.legacy_end:
+                    if seen is None:  # its version is checked when the ranges are joined
+                        firsts[trace_id] = (trace_version, None)
+                    if not _on_global_chain(task, out, row):
+                        out.problem = position
+                        return out
+                elif seen is None and trace_version != 1:
                     firsts[trace_id] = (trace_version, row)
                 else:
                     if seen is None:
@@ -127,6 +140,24 @@ def _walk_part(task: Task) -> Part:
     if task.tree_at is not None and out.heads_at is None:
         out.heads_at = dict(heads)
     return out
+
+
+def _on_global_chain(task: Task, out: Part, row: tuple[Any, ...]) -> bool:
+    """Whether a row stored before per-trace chains follows the range's previous such row
+    (the next position, hashed onto it with ``chain_hash``), or is position 1 on nothing;
+    the first one of a range that starts later is kept for the coordinator."""
+    position, digest = row[0], row[9]
+    if out.legacy_last is None and task.lo > 0:
+        out.legacy_first = row
+    else:
+        last, prev = out.legacy_last or (0, GENESIS_HASH)
+        if position != last + 1 or digest != chain_hash(
+                prev, row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7],
+                row[8].encode()):
+            return False
+    out.legacy_last = (position, digest)
+    return not (position == task.legacy_end and task.legacy_head
+                and digest != task.legacy_head)
 
 
 def _capture_sha(payload: str) -> str | None:
