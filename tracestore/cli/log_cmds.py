@@ -231,11 +231,18 @@ def verify(
         "--trace", help="Check this trace's chain alone (no other trace is read); with "
                         "--checkpoint, also prove its head is in the signed tree (from the "
                         "FILE.leaves beside it).", autocompletion=complete_trace)] = None,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", help="Worker processes walking ranges of the log on PostgreSQL (the "
+                       "report is the same). Default: one per CPU on a store of 20,000 "
+                       "events or more; SQLite always walks in one pass.")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Recompute every trace's hash chain and re-hash stored captures; exit non-zero naming
     the first broken position."""
+    from tracestore.store.verify_parallel import check_jobs
+
+    check_jobs(jobs, "--jobs")
     if trace is not None:
         from tracestore.cli.verify_trace import verify_one_trace
 
@@ -256,7 +263,7 @@ def verify(
     from tracestore.api import Store
 
     with open_store(db, create=False, read_only=True) as store:
-        checked = Store(store).verify(expected)
+        checked = Store(store).verify(expected, jobs=jobs)
         result, reviews = checked.chain, checked.reviews
         if result.ok and signed_leaves is not None and expected is not None:
             result = _older_heads_held(store, signed_leaves, expected.position, result)

@@ -191,7 +191,9 @@ class Desk:
 
     def _verify(self) -> str | None:
         try:
-            result = self.store.verify()
+            # One pass: worker processes forked from the desk's threaded server could
+            # inherit a lock another thread holds.
+            result = self.store.verify(jobs=1)
         except TracestoreError as exc:
             return f"tracestore verify fails on {self.database}: [{exc.code}] {exc.message}"
         if result.ok:

@@ -201,19 +201,26 @@ def pg_versions_sql(streams_literal: str) -> str:
             f"{streams_literal}) GROUP BY stream")
 
 
-def pg_settled_condition(column: str = "txid") -> str:
-    """A condition on ``ts_events`` rows keeping those a reader paging by position may
-    pass (``LogReads.settled_sql``): written by a transaction older than every write
-    transaction of THIS database still open when the statement's snapshot was taken.
+def pg_settled_threshold() -> str:
+    """The transaction id below which ``pg_settled_condition`` keeps rows, as one SQL
+    expression (a bigint): the oldest write transaction of THIS database still open when
+    the statement's snapshot was taken, else the snapshot's ``xmax``.
 
     ``pg_snapshot_xip`` lists the transactions in progress at the snapshot, in every
     database of the server; one still running in another database cannot be appending
     here and is left out (a transaction that ended since the snapshot is kept, whichever
     database it wrote: it may have been an append).  Evaluated once per statement, in the
     statement's own snapshot."""
-    return (
-        f"({column} IS NULL OR {column} < coalesce((SELECT min(x::text::bigint) FROM "
-        "pg_snapshot_xip(pg_current_snapshot()) AS x WHERE NOT EXISTS (SELECT 1 FROM "
-        "pg_stat_activity a WHERE a.datname <> current_database() AND "
-        "a.backend_xid::text::bigint = mod(x::text::bigint, 4294967296))), "
-        "pg_snapshot_xmax(pg_current_snapshot())::text::bigint))")
+    return ("coalesce((SELECT min(x::text::bigint) FROM "
+            "pg_snapshot_xip(pg_current_snapshot()) AS x WHERE NOT EXISTS (SELECT 1 FROM "
+            "pg_stat_activity a WHERE a.datname <> current_database() AND "
+            "a.backend_xid::text::bigint = mod(x::text::bigint, 4294967296))), "
+            "pg_snapshot_xmax(pg_current_snapshot())::text::bigint)")
+
+
+def pg_settled_condition(column: str = "txid") -> str:
+    """A condition on ``ts_events`` rows keeping those a reader paging by position may
+    pass (``LogReads.settled_sql``): written by a transaction older than every write
+    transaction of this database still open when the statement's snapshot was taken
+    (``pg_settled_threshold``)."""
+    return f"({column} IS NULL OR {column} < {pg_settled_threshold()})"

@@ -348,13 +348,17 @@ class LogReads:
 
     @_translated
     def verify(self, batch_size: int = 5000, *, expected: Expected | None = None,
-               ) -> VerifyResult:
+               jobs: int | None = None) -> VerifyResult:
         """Recompute the hash chain and re-hash referenced captures (see ``store.verify``);
-        with ``expected``, also prove the log still extends that signed head."""
+        with ``expected``, also prove the log still extends that signed head.  ``jobs``:
+        worker processes on PostgreSQL (``store.verify_parallel``; default one per CPU on
+        a large store)."""
         from tracestore.store.verify import verify_store
+        from tracestore.store.verify_parallel import check_jobs
 
+        check_jobs(jobs)
         with self._reader.connect() as conn:
-            return verify_store(conn, batch_size=batch_size, expected=expected)
+            return verify_store(conn, batch_size=batch_size, expected=expected, jobs=jobs)
 
 
 

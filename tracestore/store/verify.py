@@ -429,12 +429,19 @@ def missing_schema(conn: Connection) -> tuple[str, ...]:
 
 
 def verify_store(conn: Connection, *, batch_size: int = 5000,
-                 expected: Expected | None = None) -> VerifyResult:
-    """``verify_log``, then the schema: a chain that holds still fails when an append-only
+                 expected: Expected | None = None, jobs: int | None = None) -> VerifyResult:
+    """``verify_log`` (on PostgreSQL with ``jobs`` worker processes: ``verify_parallel``,
+    the same result), then the schema: a chain that holds still fails when an append-only
     trigger or a view is missing (``missing`` names them)."""
     import dataclasses
 
-    result = verify_log(conn, batch_size=batch_size, expected=expected)
+    from tracestore.store.verify_parallel import choose_jobs, verify_log_parallel
+
+    workers = choose_jobs(conn, jobs)
+    if workers > 1:
+        result = verify_log_parallel(conn, workers, batch_size=batch_size, expected=expected)
+    else:
+        result = verify_log(conn, batch_size=batch_size, expected=expected)
     missing = missing_schema(conn)
     if not missing:
         return result
