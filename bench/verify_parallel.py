@@ -43,7 +43,7 @@ T1 = ROOT / "fixtures" / "projections" / "t1.json"
 PER_ATTEMPT = 14
 INTERLEAVE = 8
 COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at, trace_id, "
-           "payload, hash, trace_version")
+           "payload, hash, trace_version, trace_key")
 
 
 def template() -> list[tuple[str, int, str, int, str]]:
@@ -125,7 +125,8 @@ def build(db: str, events: int, capture_bytes: int, every: int = 1) -> tuple[int
                             version, type_name, schema_version, at, trace, payload.encode())
                         prev[n] = digest
                         copy.write_row((position, event_id, stream, version, type_name,
-                                        schema_version, at, trace, payload, digest, index + 1))
+                                        schema_version, at, trace, payload, digest, index + 1,
+                                        trace))
         bconn.commit()
         conn.commit()
     with psycopg.connect(libpq(db), autocommit=True) as conn:
