@@ -175,7 +175,7 @@ DAMAGE: dict[str, tuple[list[str], str]] = {
 }
 
 
-@pytest.mark.parametrize("jobs", [2, 7])
+@pytest.mark.parametrize("jobs", [2, pytest.param(7, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", list(DAMAGE))
 def test_a_damaged_store_is_reported_as_the_single_pass_reports_it(damaged_url: str,
                                                                    name: str,
@@ -408,7 +408,8 @@ def test_ctrl_c_stops_the_workers_and_their_connections(intact_url: str, how: st
     assert _backends(intact_url) == 0
 
 
-@pytest.mark.parametrize("jobs", [2, 3, 4])
+@pytest.mark.parametrize("jobs", [2, pytest.param(3, marks=pytest.mark.slow),
+                                  pytest.param(4, marks=pytest.mark.slow)])
 def test_a_store_with_a_global_chain_is_verified_alike(jobs: int) -> None:
     """Rows from before per-trace chains are on one global chain: each worker checks it in
     its range, and the ranges are joined on it too (positions 1..6 of 9 here)."""
