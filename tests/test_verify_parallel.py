@@ -118,7 +118,8 @@ def both(url: str, jobs: int = 3, expected: Expected | None = None,
     return single, parallel, parts
 
 
-@pytest.mark.parametrize("jobs", [1, 2, 3, 7])
+@pytest.mark.parametrize("jobs", [1, 2, pytest.param(3, marks=pytest.mark.slow),
+                                  pytest.param(7, marks=pytest.mark.slow)])
 def test_an_intact_store_gives_the_single_pass_result_from_the_workers(
         intact_url: str, jobs: int) -> None:
     single, parallel, parts = both(intact_url, jobs)
@@ -279,8 +280,10 @@ def test_checkpoints_hold_and_fail_alike(damaged_url: str) -> None:
         assert not single.ok and parallel == single
 
 
-@pytest.mark.parametrize("name", ["a capture NULL", "payload edited", "a middle event "
-                                                                        "deleted"])
+@pytest.mark.parametrize("name", ["a capture NULL",
+                                  pytest.param("payload edited", marks=pytest.mark.slow),
+                                  pytest.param("a middle event deleted",
+                                               marks=pytest.mark.slow)])
 def test_the_cli_reports_the_same_with_and_without_workers(damaged_url: str,
                                                            name: str) -> None:
     for url in (_intact_copy(), damaged_url):
@@ -384,8 +387,10 @@ def _backends(url: str) -> int:
     return int(row[0])
 
 
-@pytest.mark.parametrize("how, signum", [("library", signal.SIGINT),
-                                         ("cli", signal.SIGINT), ("cli", signal.SIGTERM)])
+@pytest.mark.parametrize("how, signum", [
+    ("library", signal.SIGINT),
+    pytest.param("cli", signal.SIGINT, marks=pytest.mark.slow),
+    pytest.param("cli", signal.SIGTERM, marks=pytest.mark.slow)])
 def test_ctrl_c_stops_the_workers_and_their_connections(intact_url: str, how: str,
                                                         signum: int) -> None:
     child = subprocess.Popen([sys.executable, "-c", _INTERRUPTED, intact_url, how],
