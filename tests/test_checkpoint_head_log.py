@@ -96,6 +96,7 @@ def test_a_checkpoint_extending_another_is_proved_consistent_and_verifies(
     assert (code, included["index"], included["tree_size"]) == (0, 2, 4)
     text = run("checkpoint", "--consistency", str(first), str(second), "--key", str(key))[1]
     assert text.startswith(f"consistent: {second} (position ")
+    assert "4 leaves) extends" in text and "(position 21, 2 leaves)" in text
 
 
 def test_a_newer_log_that_rewrote_an_older_head_is_inconsistent(tmp_path: Path) -> None:
@@ -116,6 +117,7 @@ def test_a_newer_log_that_rewrote_an_older_head_is_inconsistent(tmp_path: Path) 
     code, out, err = run("checkpoint", "--consistency", str(second), str(first), "--key",
                          str(key))
     assert code == 3 and "checkpoints_inconsistent" in err  # the newer cannot precede
+    assert "it holds fewer leaves: is it the older one?" in err
 
 
 def test_a_trace_rewritten_between_checkpoints_is_refused_and_caught(tmp_path: Path) -> None:

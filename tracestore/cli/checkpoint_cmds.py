@@ -74,7 +74,8 @@ def checkpoint(
     if as_json:
         emit_json(signed.to_dict())
         return
-    what = (f"{signed.tree_size} leaves, {added} appended to {extends}'s" if extends is not None
+    what = (f"{_count(signed.tree_size, 'leaf', 'leaves')}, {added} appended to {extends}'s"
+            if extends is not None
             else f"{signed.tree_size} trace{'' if signed.tree_size == 1 else 's'}")
     console.print(term_text(f"signed tree head at position {signed.position} ({what}, "
                             f"root {str(signed.root)[:16]}…) with key {signed.key_id}: {out} "
@@ -130,6 +131,11 @@ def _consistency(old_path: Path, new_path: Path, key: Path | None, as_json: bool
         emit_json(proof)
         return
     console.print(term_text(f"consistent: {new_path} (position {new.position}, "
-                            f"{new.tree_size} leaves) extends {old_path} (position "
-                            f"{old.position}, {old.tree_size} leaves); RFC 6962 proof of "
-                            f"{len(proof['proof'])} hash(es)"))
+                            f"{_count(new.tree_size, 'leaf', 'leaves')}) extends {old_path} "
+                            f"(position {old.position}, "
+                            f"{_count(old.tree_size, 'leaf', 'leaves')}); RFC 6962 proof of "
+                            f"{_count(len(proof['proof']), 'hash', 'hashes')}"))
+
+
+def _count(n: Any, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"

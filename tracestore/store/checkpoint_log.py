@@ -82,10 +82,11 @@ def consistency(old: ck.Checkpoint, new: ck.Checkpoint,
         proof = head_log.consistency(new_leaves, old.tree_size)
         ok = head_log.consistent(old.tree_size, old.root, new.tree_size, new.root, proof)
     if not ok:
-        raise StoreError(f"the checkpoint at position {new.position} ({new.tree_size} leaves) "
-                         f"does not extend the one at position {old.position} "
-                         f"({old.tree_size} leaves): its log rewrote or dropped older heads",
-                         code="checkpoints_inconsistent")
+        why = ("it holds fewer leaves: is it the older one?" if new.tree_size < old.tree_size
+               else "its log rewrote or dropped older heads")
+        raise StoreError(f"the checkpoint at position {new.position} ({new.tree_size} "
+                         f"leaves) does not extend the one at position {old.position} "
+                         f"({old.tree_size} leaves): {why}", code="checkpoints_inconsistent")
     return {"old": {"position": old.position, "tree_size": old.tree_size, "root": old.root},
             "new": {"position": new.position, "tree_size": new.tree_size, "root": new.root},
             "proof": proof, "consistent": True}
