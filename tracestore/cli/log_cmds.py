@@ -258,7 +258,7 @@ def verify(
         ck.check_signature(signed, key)
         expected = Expected(signed.position, signed.hash, signed.root, signed.tree_size)
         if signed.log:  # a log of heads: its latest leaves are the heads to check
-            signed, signed_leaves = checkpoint_log.signed_log(checkpoint, key)
+            signed_leaves = checkpoint_log.signed_leaves(checkpoint, signed)
             expected = checkpoint_log.expected(signed, signed_leaves)
     from tracestore.api import Store
 

@@ -19,6 +19,12 @@ def signed_log(path: Path, key: Path | None) -> tuple[ck.Checkpoint, list[Leaf]]
     ones it signed (their log root and count); a first-format checkpoint has none."""
     signed = ck.read_checkpoint(path)
     ck.check_signature(signed, key)
+    return signed, signed_leaves(path, signed)
+
+
+def signed_leaves(path: Path, signed: ck.Checkpoint) -> list[Leaf]:
+    """The leaves beside the checkpoint ``signed`` read from ``path`` (its signature
+    checked already), which must be the ones it signed."""
     if signed.root is None:
         raise InputError(f"{path} is a {ck.FORMAT} checkpoint: it signs one row, not the "
                          "traces' heads, and cannot be extended or proved consistent",
@@ -28,7 +34,7 @@ def signed_log(path: Path, key: Path | None) -> tuple[ck.Checkpoint, list[Leaf]]
         raise InputError(f"{ck.leaves_path(path)} is not the leaves {path} signed ("
                          f"{len(leaves)} leaves; {signed.tree_size} signed)",
                          code="invalid_checkpoint", path=str(path))
-    return signed, leaves
+    return leaves
 
 
 def expected(signed: ck.Checkpoint, leaves: list[Leaf]) -> Expected:
@@ -92,4 +98,4 @@ def consistency(old: ck.Checkpoint, new: ck.Checkpoint,
             "proof": proof, "consistent": True}
 
 
-__all__ = ["consistency", "expected", "extend", "signed_log"]
+__all__ = ["consistency", "expected", "extend", "signed_leaves", "signed_log"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from tracestore.store import merkle
-from tracestore.store.tree_head import Leaf, leaves as sorted_leaves
+from tracestore.store.tree_head import Leaf
 
 
 def log_root(leaves: Sequence[Leaf]) -> str:
@@ -85,10 +85,5 @@ def consistent(old_size: int, old_root: str, new_size: int, new_root: str,
     return merkle.verify_consistency(old_size, new_size, old, new, steps)
 
 
-def first_leaves(heads: dict[str | None, tuple[int, str]]) -> list[Leaf]:
-    """A first checkpoint's leaves: every trace's head, in tree order."""
-    return sorted_leaves(heads)
-
-
-__all__ = ["consistency", "consistent", "extension", "first_leaves", "history",
-           "latest_heads", "log_root"]
+__all__ = ["consistency", "consistent", "extension", "history", "latest_heads",
+           "log_root"]

@@ -381,7 +381,8 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                 with paused_gc(), self._write_transaction() as conn:
                     memory = known if attempt == 0 else {}
                     head, heads, looked_up = self._locked_traces(
-                        conn, groups, _unknown_streams(groups, memory),
+                        conn, groups, _unknown_streams(groups, memory)
+                        if self._dialect == "postgresql" else (),
                         then_rows if then is not None else 0)
                     outcome = self._append_fresh_in(conn, groups, memory, head, heads,
                                                     looked_up, then if attempt == 0 else None,
@@ -539,7 +540,7 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         if unknown and len(unknown) <= ID_QUERY_CHUNK:
             sql += pg_versions_sql(pg_text_array(conn, unknown))
         sets = pg_result_sets(conn, sql)
-        looked_up = None
+        looked_up: dict[str, int] | None = {} if not unknown else None  # none to read
         if unknown and len(unknown) <= ID_QUERY_CHUNK:
             *sets, versions = sets
             looked_up = {stream: int(v) for stream, v in versions}
