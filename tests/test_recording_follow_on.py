@@ -122,8 +122,9 @@ def test_a_drain_whose_first_try_is_refused_still_records_its_decision_once(
     refused: list[bool] = []
     original = EventStore._append_fresh_in
 
-    def refusing_once(self: EventStore, conn: Any, groups: Any, *args: Any) -> Any:
-        out = original(self, conn, groups, *args)
+    def refusing_once(self: EventStore, conn: Any, groups: Any, *args: Any,
+                      **outbox: Any) -> Any:
+        out = original(self, conn, groups, *args, **outbox)
         then = args[4] if len(args) > 4 else None
         draining = any(e.type == "transport.drained" for _, batch, _, _ in groups
                        for e in batch)

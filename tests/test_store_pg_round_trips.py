@@ -1,10 +1,11 @@
 """Round trips of one recorder append on PostgreSQL, counted at the wire (no timing).
 
-libpq's trace of the pooled psycopg connections names every message the client sends: a
+libpq's trace of the store's psycopg connections names every message the client sends: a
 round trip is one simple ``Query`` or one extended-protocol ``Sync``.  A recorder's feed
-is BEGIN, one message taking the append lock shared, the trace's own lock, a block of
-positions and the trace's head, one insert per table (multi-row; a stored blob skipped by
-``ON CONFLICT``), COMMIT: no pool ping, no blob look-up, no global lock.
+is two messages on the store's append line (``store.pg_append``): BEGIN with the append
+lock shared, the trace's own lock, a block of positions and the trace's head; then one
+insert per table (multi-row; a stored blob skipped by ``ON CONFLICT``) with COMMIT -- no
+pool ping, no blob look-up, no global lock.
 """
 
 from __future__ import annotations
@@ -65,28 +66,28 @@ def round_trips(sent: list[str]) -> int:
     return sum(1 for m in sent if m.startswith(("Query", "Sync")))
 
 
-def test_a_recorder_feed_is_begin_trace_lock_and_head_one_insert_per_table_commit(
+def test_a_recorder_feed_is_two_messages_locks_then_rows_and_commit(
         recorder: tuple[Any, list[Any]]) -> None:
+    """A feed is two round trips on the store's append line: BEGIN with the locking
+    message, then every row with COMMIT."""
     rec, connections = recorder
     data = CAPTURE.read_bytes()
     half = len(data) // 2
     warm = rec.trace("t0").attempt("a0", api="anthropic-messages")
-    warm.feed(data[:half])  # the pool holds a used connection, as in a long-lived service
+    warm.feed(data[:half])  # the line holds a used connection, as in a long-lived service
     attempt = rec.trace("t1").attempt("a1", api="anthropic-messages")
     for piece in (data[:half], data[half:]):  # a blob a0 stored already, then a new one
         sent = messages(connections, lambda piece=piece: attempt.feed(piece))
-        # the append's transaction (a feed that completes the stream then reads back what
-        # the recorder decides from, in a read of its own)
-        sent = sent[:sent.index('Query "COMMIT"') + 1]
-        assert round_trips(sent) == 5, sent
-        assert sent[0] == 'Query "BEGIN"' and sent[-1] == 'Query "COMMIT"', sent
-        assert "pg_advisory_xact_lock_shared" in sent[1] and "ts_reserve_positions" in sent[1]
-        assert "WHERE trace_key = t AND trace_id = t ORDER BY position DESC LIMIT 1" in sent[1]
+        assert round_trips(sent) == 2, sent
+        locking, rows = sent
+        assert locking.startswith('Query "BEGIN; SELECT pg_advisory_xact_lock_shared(')
+        assert "ts_reserve_positions" in locking
+        assert "WHERE trace_key = t AND trace_id = t ORDER BY position DESC LIMIT 1" in locking
+        assert "INSERT" not in locking
+        assert rows.startswith('Query "INSERT INTO ts_blobs') and rows.endswith('; COMMIT"')
+        assert rows.count("INSERT INTO ts_blobs") == 1 and "ON CONFLICT" in rows
+        assert rows.count("INSERT INTO ts_events") == 1
         assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)  # never exclusive
-        text = " ".join(sent)
-        assert text.count("INSERT INTO ts_blobs") <= 1 and "ON CONFLICT" in text
-        assert 'Query ";"' not in sent  # no pool pre-ping
-        assert "SELECT sha256 FROM ts_blobs" not in text  # no blob look-up
     before = rec.store.head_position()
     attempt.drain()
     assert rec.store.head_position() > before
@@ -113,11 +114,13 @@ def test_a_pooled_connection_the_server_ended_while_idle_is_replaced(
     assert rec.store.verify().ok
 
 
-def test_an_append_of_known_events_of_one_trace_is_one_locking_message(
+def test_an_append_of_known_events_of_one_trace_is_two_messages(
         recorder: tuple[Any, list[Any]]) -> None:
-    """A release decision (``append`` of events naming their trace): BEGIN, the message
-    with the trace's lock, its positions, its head, the streams' versions and which ids
-    are stored, the insert, COMMIT -- never the store-wide lock taken exclusively."""
+    """A release decision (``append`` of events naming their trace) goes on the append
+    line: BEGIN with the trace's lock, its positions, its head, the streams' versions and
+    which ids are stored; then the insert with COMMIT -- never the store-wide lock taken
+    exclusively.  Appended again, its id is found stored: the line's transaction is
+    rolled back and the engine path reports the id skipped."""
     from tracestore.events import FrameReceived, NewEvent, attempt_stream
 
     rec, connections = recorder
@@ -125,14 +128,21 @@ def test_an_append_of_known_events_of_one_trace_is_one_locking_message(
     event = NewEvent(attempt_stream("a0"), FrameReceived(
         attempt_id="a0", api="openai-responses",
         native={"type": "response.output_text.delta", "delta": "x"}), trace_id="t0")
+    rec.store.append([NewEvent(attempt_stream("w"), event.event, trace_id="tw")])  # the line
     sent = messages(connections, lambda: rec.store.append([event]))
-    assert round_trips(sent) == 4, sent
-    assert sent[0] == 'Query "BEGIN"' and sent[-1] == 'Query "COMMIT"', sent
-    assert "pg_advisory_xact_lock_shared" in sent[1] and "ts_reserve_positions(1)" in sent[1]
-    assert "max(version) FROM ts_events WHERE stream = ANY" in sent[1]
-    assert "SELECT id FROM ts_events WHERE id = ANY" in sent[1]
-    assert "INSERT INTO ts_events" in sent[2]
+    assert round_trips(sent) == 2, sent
+    locking, rows = sent
+    assert locking.startswith('Query "BEGIN; SELECT pg_advisory_xact_lock_shared(')
+    assert "ts_reserve_positions(1)" in locking
+    assert "max(version) FROM ts_events WHERE stream = ANY" in locking
+    assert "SELECT id FROM ts_events WHERE id = ANY" in locking
+    assert rows.startswith('Query "INSERT INTO ts_events') and rows.endswith('; COMMIT"')
     assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)
+    head = rec.store.head_position()
+    again = rec.store.append([event])
+    assert again.skipped_ids == (event.id,) and len(again.positions) == 0
+    assert rec.store.head_position() == head
+    assert rec.store.verify().ok
 
 
 def test_a_recorded_attempt_reads_nothing_outside_its_appends(
@@ -143,7 +153,8 @@ def test_a_recorded_attempt_reads_nothing_outside_its_appends(
     rec, connections = recorder
     data = CAPTURE.read_bytes()
     half = len(data) // 2
-    rec.trace("t0").attempt("a0", api="anthropic-messages")  # the pool holds a connection
+    rec.trace("t0").attempt("a0", api="anthropic-messages")  # the line holds a connection
+    rec.trace("t00")  # and the pool one (the line took the pool's first out of it)
 
     def record() -> None:
         attempt = rec.trace("t1").attempt("a1", api="anthropic-messages")
@@ -152,19 +163,19 @@ def test_a_recorded_attempt_reads_nothing_outside_its_appends(
         attempt.drain()
 
     sent = messages(connections, record)
-    outside, inside = [], False
+    outside, inside, transactions = [], False, 0
     for message in sent:
-        if message == 'Query "BEGIN"':
-            inside = True
-        elif message == 'Query "COMMIT"':
-            inside = False
+        if message.startswith('Query "BEGIN'):
+            inside, transactions = True, transactions + 1
         elif not inside:
             outside.append(message)
+        if message.endswith('COMMIT"'):
+            inside = False
     assert outside == []
-    assert sent.count('Query "BEGIN"') == sent.count('Query "COMMIT"') == 5
-    # BEGIN, the locking message, the events insert, COMMIT for the trace's opening and
-    # the start; a blob insert more for each feed and the drain
-    assert round_trips(sent) == 23, sent
+    assert transactions == 5, sent
+    # the locking message with BEGIN, then the rows with COMMIT, for the trace's opening,
+    # the start, each feed and the drain
+    assert round_trips(sent) == 10, sent
     stored = rec.store.read(stream="attempt:a1")
     assert [e.type for e in stored][-2:] == ["transport.drained", "release.decided"]
     assert stored[-1].position == stored[-2].position + 1  # one insert, one transaction

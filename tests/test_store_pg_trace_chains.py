@@ -52,12 +52,12 @@ class HeldAppend:
         original = store._append_fresh_in
 
         def held(conn: Any, groups: Any, known: Any, head: int, heads: Any,
-                 *looked_up: Any) -> Any:
+                 *looked_up: Any, **out: Any) -> Any:
             if groups[0][1][0].trace_id == trace:
                 self.head = head
                 self.inside.set()
                 assert self.go.wait(HANG_GUARD_S)
-            return original(conn, groups, known, head, heads, *looked_up)
+            return original(conn, groups, known, head, heads, *looked_up, **out)
 
         store._append_fresh_in = held  # type: ignore[method-assign]
         self.thread = threading.Thread(target=lambda: self.outcome.append(

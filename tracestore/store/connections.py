@@ -42,6 +42,8 @@ class StoreConnections:
         self._quick_pool: list[Any] = []
         self._write_pool: list[DriverConnection] = []
         self._sqlite_path = engines.sqlite_file(self.url)
+        self._line: Any = None
+        "PostgreSQL: the connection recorder appends are sent on (``store.pg_append``)."
 
     def _engine_pair(self) -> tuple[Engine, Engine]:
         pair = self._engines
@@ -206,6 +208,9 @@ class StoreConnections:
             writers, self._write_pool = self._write_pool, []
         for conn in pool + writers:
             conn.close()
+        line, self._line = self._line, None
+        if line is not None:
+            line.close()
         pair, self._engines = self._engines, None
         if pair is not None:
             pair[0].dispose()

@@ -34,6 +34,7 @@ from tracestore.store.pg_bulk import (
     COPY_MIN_ROWS, pg_copying, pg_existing_ids, pg_ids_order_bytewise, pg_last_row,
     pg_lookups_sql, pg_result_sets, pg_versions_sql, pg_text_array, pg_trace_append_sql, pg_trace_lock_sql,
 )
+from tracestore.store.pg_append import PgAppendLine, Outbox, append_on_line
 from tracestore.errors import ExpectedVersionConflict, StoreError, TracestoreError
 from tracestore.events import (
     SCHEMA_VERSIONS, NewEvent, SerializedEvent,
@@ -72,6 +73,7 @@ _TRACE_HEAD_SQL = {True: "SELECT trace_version, hash FROM ts_events WHERE trace_
                          "ORDER BY position DESC LIMIT 1",
                    False: "SELECT trace_version, hash FROM ts_events WHERE trace_id = {mark} "
                           "ORDER BY position DESC LIMIT 1"}
+_LINE_KNOWN_MAX = 100  # events of an ``append`` sent on the append line at most
 _APPEND_CHUNK = 5000  # rows planned, checked and inserted at a time within one append
 _COPY_EVENTS_SQL = ("COPY ts_events (position, id, stream, version, type, schema_version, "
                     "recorded_at, trace_id, payload, hash, trace_version, trace_key) FROM STDIN")
@@ -196,7 +198,13 @@ class EventStore(StoreConnections, LogReads, RowsIO):
                       expected: Mapping[str, int]) -> AppendResult:
         """``append`` on PostgreSQL of events that all name their trace: their count is
         known, so ONE message takes their traces' locks, reserves their positions and
-        reads the heads, as a recorder's append does."""
+        reads the heads, as a recorder's append does; a few events are sent on the
+        append line (``store.pg_append``) when none of them is stored yet and every
+        expected version holds."""
+        if len(batch) <= _LINE_KNOWN_MAX and len({e.id for e in batch}) == len(batch):
+            on_line = self._known_on_line(batch, blob_data, expected)
+            if on_line is not None:
+                return on_line
         lookups = None
         if len(batch) <= _APPEND_CHUNK:  # its streams and ids: asked with the locks
             lookups = (sorted({e.stream for e in batch} | set(expected)),
@@ -204,6 +212,26 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         return self._append_to_traces(_given(batch, blob_data), expected,
                                       sorted({str(e.trace_id) for e in batch}), len(batch),
                                       lookups)
+
+    def _known_on_line(self, batch: list[NewEvent], blob_data: list[bytes],
+                       expected: Mapping[str, int]) -> AppendResult | None:
+        serialized = [e if e.__class__ is SerializedEvent else SerializedEvent(
+            e.stream, e.id, e.trace_id, e.event.type, canonical_payload(e.event)) for e in batch]
+        try:
+            on_line = self._fresh_on_line([(None, serialized, expected, blob_data)], {},
+                                          ids=[e.id for e in batch])
+        except _Unexpected:  # not seen with the locks: the engine path reads again
+            return None
+        except integrity_errors() as exc:
+            raise _refused(exc) from exc
+        except driver_errors() as exc:
+            raise database_error(exc, self.url, "during append") from exc
+        if on_line is None:
+            return None
+        for new in batch:
+            if new.__class__ is not SerializedEvent:
+                new.fresh_id = False  # stored now
+        return on_line[0][0]
 
     def _append_to_traces(
         self, build: Callable[[WriteView], tuple[Iterable[NewEvent], Sequence[bytes]]],
@@ -378,6 +406,18 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         known = versions if versions is not None else {}
         for attempt in (0, 1):
             try:
+                try:
+                    on_line = self._fresh_on_line(groups, known, then, then_rows) \
+                        if attempt == 0 else None
+                except ExpectedVersionConflict as conflict:
+                    for new in groups[0][1]:
+                        known.pop(new.stream, None)
+                    return [conflict]
+                if on_line is not None:
+                    results, written = on_line
+                    if versions is not None:
+                        versions.update(written)
+                    return list(results)
                 with paused_gc(), self._write_transaction() as conn:
                     memory = known if attempt == 0 else {}
                     head, heads, looked_up = self._locked_traces(
@@ -407,6 +447,25 @@ class EventStore(StoreConnections, LogReads, RowsIO):
             for key, batch, expected, blob_data in groups]
         return self.append_groups(serialized)
 
+    def _fresh_on_line(
+        self, groups: Sequence[tuple[Any, Sequence[Any], Mapping[str, int] | None,
+                                     Sequence[bytes]]],
+        known: Mapping[str, int],
+        then: Callable[[list[AppendResult]], Sequence[Any]] | None = None, then_rows: int = 0,
+        ids: Sequence[str] = (),
+    ) -> tuple[list[AppendResult], dict[str, int]] | None:
+        """``append_fresh_groups``' first try on PostgreSQL's append line
+        (``store.pg_append.append_on_line``): two round trips, or None when the line
+        cannot take it."""
+        if self._dialect != "postgresql":
+            return None
+        if self._line is None:
+            with self._quick_lock:
+                if self._line is None:
+                    self._line = PgAppendLine(self._writer, _PG_APPEND_LOCK)
+        return append_on_line(self, self._line, groups, known,
+                              _unknown_streams(groups, known), then, then_rows, ids)
+
     def _append_fresh_in(
         self, conn: Connection, groups: Sequence[tuple[Any, Sequence[Any],
                                                        Mapping[str, int] | None,
@@ -414,10 +473,13 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         known: Mapping[str, int], head: int, heads: Heads,
         looked_up: dict[str, int] | None = None,
         then: Callable[[list[AppendResult]], Sequence[Any]] | None = None, then_rows: int = 0,
+        out: Outbox | None = None,
     ) -> tuple[list[AppendResult], dict[str, int]]:
         """The single insert of ``append_fresh_groups`` (``_Unexpected`` when an expected
         version does not hold: nothing is written).  ``looked_up``: the versions of the
-        streams ``known`` lacks, read with the locks already."""
+        streams ``known`` lacks, read with the locks already.  With ``out`` (the append
+        line: every head and version read already) nothing is sent on ``conn``: the blobs
+        and rows are collected there."""
         mark = self._mark
         unknown = [] if looked_up is not None else _unknown_streams(groups, known)
         versions = {stream: known[stream] for _, batch, _, _ in groups for stream in
@@ -431,11 +493,12 @@ class EventStore(StoreConnections, LogReads, RowsIO):
         position = head
         self._load_heads(conn, heads, {e.trace_id for _, batch, _, _ in groups for e in batch})
         recorded_at = utc_now()
-        stored_blobs = iter(self._put_fresh_blobs(conn, [b for *_, blob_data in groups
-                                                         for b in blob_data]))
+        every_blob = [b for *_, data in groups for b in data]
+        stored_blobs = iter(out.put_blobs(every_blob) if out is not None
+                            else self._put_fresh_blobs(conn, every_blob))
         results: list[AppendResult] = []
         total = sum(len(batch) for _, batch, _, _ in groups)
-        with self._row_sink(conn, total) as put:
+        with (out.row_sink() if out is not None else self._row_sink(conn, total)) as put:
             for _, batch, expected, blob_data in groups:
                 for stream, want in (expected or {}).items():
                     if versions.get(stream, 0) != want:

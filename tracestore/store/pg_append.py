@@ -1,0 +1,320 @@
+"""A recorder's append on PostgreSQL in two round trips, on a connection kept for it.
+
+Through the engine an append of a few rows costs BEGIN, the locking message, one insert per
+table and COMMIT -- four or five round trips -- and most of the writer's CPU goes to
+SQLAlchemy's transaction and statement machinery and psycopg's parameter adaptation, not
+to the rows.  ``PgAppendLine`` holds one psycopg connection out of the writer engine's pool
+(so it is set up as every other connection is) in autocommit mode, and an append sends:
+
+1. ``BEGIN`` and the locking message (``pg_bulk.pg_trace_append_sql``: the append lock
+   shared, the traces' locks, a block of positions, the traces' heads, the versions of the
+   streams the caller does not hold) as ONE simple query;
+2. every row as literals -- ``INSERT … ON CONFLICT DO NOTHING`` of the blobs, one
+   multi-row ``INSERT`` of the events -- and ``COMMIT``, as ONE simple query.
+
+The rows' hashes need the positions and heads the first message returns, so two is the
+least.  The statements, locks, constraints and triggers are the ones the engine path runs:
+only their transport differs.  A database error leaves nothing written (the transaction is
+rolled back before the error is raised); a lost or interrupted connection is dropped and
+the next append opens another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from hashlib import sha256
+from typing import TYPE_CHECKING, Any
+
+from tracestore.errors import ExpectedVersionConflict
+from tracestore.store import engine as engines
+from tracestore.store.chain import GENESIS_HASH
+from tracestore.store.pg_bulk import pg_trace_append_sql, pg_versions_sql
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from sqlalchemy import Engine
+
+#: An append larger than this (payload and blob characters) takes the engine path instead.
+LITERAL_MAX_CHARS = 1 << 20
+_TRACE_ID = 7  # where an event row tuple holds its trace id
+
+#: Connections a forked child inherited: kept referenced, never closed (see ``_drop``).
+_INHERITED: list[Any] = []
+
+_EVENT_COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at, "
+                  "trace_id, payload, hash, trace_version, trace_key")
+
+
+def text_literal(value: str) -> str:
+    """``value`` as an escape string constant, read the same whatever
+    ``standard_conforming_strings`` says (the caller refuses NUL, which no text holds)."""
+    return "E'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def pg_literal_array(values: Sequence[str]) -> str:
+    """``values`` as a ``text[]`` literal (no value holds NUL: the caller checked)."""
+    return "ARRAY[" + ",".join(text_literal(value) for value in values) + "]::text[]"
+
+
+def row_literal(row: Sequence[Any]) -> str:
+    """One ``VALUES`` tuple: integers as they are, None as NULL, text escaped."""
+    parts = []
+    for value in row:
+        if value is None:
+            parts.append("NULL")
+        elif value.__class__ is int:
+            parts.append(str(value))
+        else:
+            parts.append(text_literal(value))
+    return "(" + ",".join(parts) + ")"
+
+
+def insert_message(blobs: Sequence[tuple[str, bytes]], rows: Sequence[Sequence[Any]]) -> str:
+    """The second message of an append: its blobs (``(sha256, data)``, stored ones
+    skipped), its event rows (``_EVENT_COLUMNS`` order), ``COMMIT``."""
+    parts = []
+    if blobs:
+        values = ",".join(f"('{sha}',{len(data)},'\\x{data.hex()}'::bytea)"
+                          for sha, data in blobs)
+        parts.append(f"INSERT INTO ts_blobs (sha256, size, data) VALUES {values} "
+                     "ON CONFLICT (sha256) DO NOTHING")
+    if rows:
+        parts.append(f"INSERT INTO ts_events ({_EVENT_COLUMNS}) VALUES "
+                     + ",".join(row_literal(row) for row in rows))
+    parts.append("COMMIT")
+    return "; ".join(parts)
+
+
+class PgAppendLine:
+    """The connection ``EventStore`` sends its recorder appends on (PostgreSQL only).
+
+    One thread at a time: ``taken()`` yields None while another thread holds it (that
+    append takes the engine path).  A connection idle past ``POOL_PING_IDLE_S`` is
+    replaced rather than trusted, as the engine's pool pings one; one made before a fork
+    is left to the parent."""
+
+    def __init__(self, engine: Engine, lock: int) -> None:
+        self._engine = engine
+        self.append_lock = lock
+        "The advisory lock recorder appends take shared (``store.log``)."
+        self._lock = threading.Lock()
+        self._raw: Any = None
+        self._driver_conn: Any = None
+        self._pid = 0
+        self._used = 0.0
+
+    @contextmanager
+    def taken(self) -> Iterator[Any]:
+        if not self._lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            yield self._driver()
+        finally:
+            self._lock.release()
+
+    def _driver(self) -> Any:
+        now = time.monotonic()
+        if self._raw is not None and (self._pid != os.getpid()
+                                      or now - self._used > engines.POOL_PING_IDLE_S
+                                      or self._driver_conn.closed):
+            self._drop()
+        if self._raw is None:
+            raw = self._engine.raw_connection()
+            driver: Any = raw.driver_connection
+            raw.detach()  # ours until dropped: the pool neither counts nor resets it
+            driver.autocommit = True
+            self._raw, self._driver_conn, self._pid = raw, driver, os.getpid()
+        self._used = now
+        return self._driver_conn
+
+    def send(self, driver: Any, sql: str) -> list[list[tuple[Any, ...]]]:
+        """Every statement's rows of ``sql`` (one simple query).  On a database error the
+        transaction is rolled back (or the connection dropped) and the error raised."""
+        import psycopg
+
+        out: list[list[tuple[Any, ...]]] = []
+        try:
+            with driver.cursor() as cursor:
+                cursor.execute(sql)  # no parameters: a simple query, in the connection's encoding
+                while True:
+                    out.append(cursor.fetchall() if cursor.description is not None else [])
+                    if not cursor.nextset():
+                        return out
+        except psycopg.Error:
+            self.abandon(driver)
+            raise
+        except BaseException:  # interrupted mid-message: closing it rolls the server back
+            self._drop()
+            raise
+
+    @property
+    def lost(self) -> bool:
+        """Whether the last error dropped the connection (it is gone, not just refused)."""
+        return self._raw is None
+
+    def abandon(self, driver: Any) -> None:
+        """End the open transaction unwritten: ROLLBACK, or drop a connection that cannot."""
+        import psycopg
+
+        if driver.closed or driver.broken:
+            self._drop()
+            return
+        try:
+            driver.execute("ROLLBACK")
+        except psycopg.Error:
+            self._drop()
+
+    def _drop(self) -> None:
+        raw, self._raw = self._raw, None
+        driver, self._driver_conn = self._driver_conn, None
+        if raw is None:
+            return
+        if self._pid != os.getpid():
+            # The parent's session: closing (or collecting) it here would end it there.
+            _INHERITED.append(raw)
+            return
+        driver.close()  # the driver's own close: no reset, which a lost connection fails
+
+    def close(self) -> None:
+        with self._lock:
+            self._drop()
+
+
+class Outbox:
+    """Where ``EventStore._append_fresh_in`` puts an append line's blobs and rows
+    (``insert_message`` sends them): the rows as ``_row_sink`` would insert them, trace
+    key last."""
+
+    def __init__(self) -> None:
+        self.blobs: list[tuple[str, bytes]] = []
+        self.rows: list[tuple[Any, ...]] = []
+
+    def put_blobs(self, blob_data: Sequence[bytes]) -> list[str]:
+        shas = [sha256(data).hexdigest() for data in blob_data]
+        self.blobs = list({sha: (sha, data) for sha, data in zip(shas, blob_data)}.values())
+        return shas
+
+    @contextmanager
+    def row_sink(self) -> Iterator[Callable[[tuple[Any, ...]], None]]:
+        rows = self.rows
+        yield lambda row: rows.append((*row, row[_TRACE_ID] or ""))
+
+
+def append_on_line(store: Any, line: PgAppendLine, groups: Sequence[Any],
+                   known: Mapping[str, int], unknown: list[str],
+                   then: Callable[[list[Any]], Sequence[Any]] | None, then_rows: int,
+                   ids: Sequence[str] = ()) -> tuple[list[Any], dict[str, int]] | None:
+    """``EventStore.append_fresh_groups``' try on the append line: its results and stream
+    versions, or None, with nothing written, when the line cannot take it -- another
+    thread holds it, a row of the store's own chain, text holding NUL, more rows or bytes
+    than literals should carry, a connection found lost before anything was sent, one
+    of ``ids`` (events that are not fresh) stored already, or an expected version of one
+    group among several that does not hold.  ``ExpectedVersionConflict`` (nothing
+    written) when the one group's expected version does not hold.  A database error is raised as
+    the engine path raises it (SQLAlchemy's), the transaction rolled back."""
+    traces = sorted({e.trace_id for _, batch, _, _ in groups for e in batch},
+                    key=lambda t: (t is None, t or ""))
+    rows = sum(len(batch) for _, batch, _, _ in groups) + (then_rows if then else 0)
+    size = sum(len(e.payload) for _, batch, _, _ in groups for e in batch) + \
+        2 * sum(len(b) for *_, blob_data in groups for b in blob_data)
+    if not traces or traces[-1] is None or rows >= store.COPY_MIN_ROWS or \
+            size > LITERAL_MAX_CHARS or "\x00" in "".join([*traces, *unknown, *ids]):
+        return None
+    with line.taken() as driver:
+        if driver is None:
+            return None
+        sql = "BEGIN; " + pg_trace_append_sql(line.append_lock, pg_literal_array(traces),
+                                              rows)
+        if unknown:
+            sql += pg_versions_sql(pg_literal_array(unknown))
+        if ids:
+            sql += f"; SELECT id FROM ts_events WHERE id = ANY({pg_literal_array(ids)})"
+        try:
+            return _sent(store, line, driver, sql, groups, known, bool(unknown), bool(ids),
+                         then, then_rows)
+        except _psycopg_errors() as exc:
+            from sqlalchemy.exc import DBAPIError
+
+            raise DBAPIError.instance(sql, None, exc, _psycopg_errors()[0],
+                                      dialect=store._writer.dialect) from exc
+
+
+def _sent(store: Any, line: PgAppendLine, driver: Any, sql: str, groups: Sequence[Any],
+          known: Mapping[str, int], versions_asked: bool, ids_asked: bool,
+          then: Callable[[list[Any]], Sequence[Any]] | None,
+          then_rows: int) -> tuple[list[Any], dict[str, int]] | None:
+    import psycopg
+
+    try:
+        sets = line.send(driver, sql)
+    except psycopg.OperationalError:
+        if not line.lost:
+            raise
+        return None  # nothing was written: the engine path connects (or says why)
+    stored = sets.pop() if ids_asked else []
+    looked_up = {stream: int(v) for stream, v in sets.pop()} if versions_asked else {}
+    *_, reserved, head_rows = sets
+    skipped: tuple[str, ...] = ()
+    if stored:  # events already in the log are skipped and reported, as the engine does
+        gone = {row[0] for row in stored}
+        (key, batch, expected, blobs), = groups  # ``ids`` come with one group
+        kept = [e for e in batch if e.id not in gone]
+        if not kept:
+            line.abandon(driver)
+            return None
+        skipped = tuple(e.id for e in batch if e.id in gone)
+        groups = [(key, kept, expected, blobs)]
+    conflict = _conflict(groups, looked_up)
+    if conflict is not None:
+        line.abandon(driver)
+        if len(groups) > 1:
+            return None  # the engine path writes the groups whose expectations hold
+        raise conflict
+    heads = {trace: (0, GENESIS_HASH) if version is None else (int(version), digest)
+             for trace, version, digest in head_rows}
+    out = Outbox()
+    try:
+        outcome = store._append_fresh_in(None, groups, known, int(reserved[0][0]) - 1,
+                                         heads, looked_up, then, then_rows, out=out)
+        message = insert_message(out.blobs, out.rows)
+    except BaseException:
+        line.abandon(driver)
+        raise
+    if "\x00" in message:  # no text column holds NUL: the engine path says so
+        line.abandon(driver)
+        return None
+    line.send(driver, message)
+    if skipped:
+        results, versions = outcome
+        return [dataclasses.replace(results[0], skipped_ids=skipped)], versions
+    return outcome
+
+
+def _conflict(groups: Sequence[Any], versions: Mapping[str, int],
+              ) -> ExpectedVersionConflict | None:
+    """The first expected version (read with the locks) that does not hold."""
+    for _, _, expected, _ in groups:
+        for stream, want in (expected or {}).items():
+            have = versions.get(stream, 0)
+            if have != want:
+                return ExpectedVersionConflict(
+                    f"stream {stream!r} is at version {have}, the append expected {want}",
+                    stream=stream, expected=want, actual=have)
+    return None
+
+
+def _psycopg_errors() -> tuple[type[Exception], ...]:
+    import psycopg
+
+    return (psycopg.Error,)
+
+
+__all__ = ["LITERAL_MAX_CHARS", "Outbox", "PgAppendLine", "append_on_line", "insert_message",
+           "pg_literal_array", "row_literal", "text_literal"]
