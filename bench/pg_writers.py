@@ -19,7 +19,9 @@ forked processes that start together and write for ``--seconds``:
 
 Per contender: events/s (rows stored / wall time of the round), the median latency of
 one append (one recorder call, one raw transaction), the writer processes' own CPU time per
-event stored (where the machine's cores go besides the server), and how many backends of the round's
+event stored, the server's CPU time per event stored (the round's backends, read from
+``/proc`` while they run: only when the server runs on this machine; a backend's first
+sample is its baseline, so its start-up is not counted), and how many backends of the round's
 database were waiting on a lock (``pg_stat_activity.wait_event_type = 'Lock'``, sampled
 every 20 ms by the parent: median and max).  The ratio is ours / raw events/s per round
 (the median of the rounds and its range), and raw2 / raw for the control.
@@ -145,15 +147,34 @@ def raw(url: str, worker: int, calls: list[list[tuple[Any, ...]]], go: Any,
     out.put((latencies, time.time(), cpu))
 
 
-def sample_lock_waits(url: str, stop: threading.Event, samples: list[int]) -> None:
+def backend_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system) of a server process on this machine, or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def sample_lock_waits(url: str, stop: threading.Event, samples: list[int],
+                      server_cpu: dict[int, tuple[float, float]]) -> None:
+    """Every 20 ms: how many of the database's backends wait on a lock, and each
+    backend's CPU so far (``server_cpu``: pid -> (first seen, last seen); readable only
+    when the server runs on this machine)."""
     import psycopg
 
     name = url.rsplit("/", 1)[1]
     with psycopg.connect(libpq(url), autocommit=True) as conn:
+        me = conn.info.backend_pid
         while not stop.is_set():
-            samples.append(conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = %s "
-                "AND wait_event_type = 'Lock'", (name,)).fetchone()[0])
+            rows = conn.execute("SELECT pid, wait_event_type = 'Lock' FROM pg_stat_activity "
+                                "WHERE datname = %s AND pid <> %s", (name, me)).fetchall()
+            samples.append(sum(1 for _, waiting in rows if waiting))
+            for pid, _ in rows:
+                used = backend_cpu(pid)
+                if used is not None:
+                    server_cpu[pid] = (server_cpu.get(pid, (used, used))[0], used)
             stop.wait(0.02)
 
 
@@ -184,8 +205,10 @@ def one_round(kind: str, base: str, writers: int, seconds: float, chunks: int,
             proc.start()
         time.sleep(0.5 + writers * 0.05)  # every writer imported and connected
         samples: list[int] = []
+        server_cpu: dict[int, tuple[float, float]] = {}
         stop = threading.Event()
-        sampler = threading.Thread(target=sample_lock_waits, args=(url, stop, samples))
+        sampler = threading.Thread(target=sample_lock_waits,
+                                   args=(url, stop, samples, server_cpu))
         sampler.start()
         started = time.time()
         deadline.value = started + seconds
@@ -204,6 +227,8 @@ def one_round(kind: str, base: str, writers: int, seconds: float, chunks: int,
         latencies = [x for got, _, _ in reports for x in got]
         return {"rate": count / elapsed, "events": count,
                 "cpu_us": sum(cpu for _, _, cpu in reports) / max(count, 1) * 1e6,
+                "server_us": sum(last - first for first, last in server_cpu.values())
+                / max(count, 1) * 1e6,
                 "p50_ms": statistics.median(latencies) * 1000,
                 "waiting_median": statistics.median(samples) if samples else 0,
                 "waiting_max": max(samples, default=0)}
@@ -249,7 +274,8 @@ def main() -> None:
             print(f"  {kind:<4} {statistics.median(rates):>8,.0f} events/s "
                   f"(rounds {', '.join(f'{r:,.0f}' for r in rates)}), append p50 "
                   f"{statistics.median(r['p50_ms'] for r in got):6.2f} ms, writers' CPU "
-                  f"{statistics.median(r['cpu_us'] for r in got):5.0f} us/event, waiting on a "
+                  f"{statistics.median(r['cpu_us'] for r in got):5.0f} us/event, server's "
+                  f"{statistics.median(r['server_us'] for r in got):5.0f} us/event, waiting on a "
                   f"lock: median {statistics.median(r['waiting_median'] for r in got):g}, "
                   f"max {max(r['waiting_max'] for r in got):g}")
         ratios = sorted(o["rate"] / r["rate"] for o, r in zip(results["ours"], results["raw"]))
