@@ -172,7 +172,7 @@ def pg_trace_lock_sql(lock: int, traces_literal: str, rows: int = 0) -> str:
             f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
             f"{reserve}SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
             "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
-            "WHERE trace_key = t AND trace_id = t ORDER BY position DESC LIMIT 1) h ON true")
+            "WHERE trace_key = t ORDER BY trace_version DESC LIMIT 1) h ON true")
 
 
 def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
@@ -181,8 +181,9 @@ def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
     own lock in one order (two writers of overlapping traces never deadlock), a block of
     ``rows`` positions with the transaction id (``ts_reserve_positions``, after the
     trace locks so a trace's positions rise with its versions), then each trace's head
-    (version and hash of its last row; NULLs for a new trace), read by ``trace_key`` as
-    well so a partitioned or sharded table is asked in the trace's partition only."""
+    (version and hash of its last row; NULLs for a new trace: trace ids are never empty,
+    so a trace's key is its id), read backwards from the ``(trace_key, trace_version)`` index (so a partitioned or sharded table is asked in
+    the trace's partition only, and one row is read however long the trace)."""
     return pg_trace_lock_sql(lock, traces_literal, max(int(rows), 1))
 
 
@@ -196,9 +197,12 @@ def pg_lookups_sql(streams_literal: str, ids_literal: str) -> str:
 
 
 def pg_versions_sql(streams_literal: str) -> str:
-    """A statement to append to an append's locking message: the streams' versions."""
-    return (f"; SELECT stream, max(version) FROM ts_events WHERE stream = ANY("
-            f"{streams_literal}) GROUP BY stream")
+    """A statement to append to an append's locking message: the versions of those of
+    the streams that hold events, each its last row's read backwards from the
+    ``(stream, version, …)`` index (one row, however long the stream)."""
+    return (f"; SELECT s, v.version FROM unnest({streams_literal}) AS s JOIN LATERAL ("
+            "SELECT version FROM ts_events WHERE stream = s ORDER BY version DESC LIMIT 1) v "
+            "ON true")
 
 
 def pg_settled_threshold() -> str:
