@@ -135,7 +135,7 @@ def test_an_append_of_known_events_of_one_trace_is_two_messages(
     assert locking.startswith('Query "BEGIN; SELECT pg_advisory_xact_lock_shared(')
     assert "ts_reserve_positions(1)" in locking
     assert "SELECT version FROM ts_events WHERE stream = s ORDER BY version DESC LIMIT 1" in locking
-    assert "SELECT id FROM ts_events WHERE id = ANY" in locking
+    assert "id::text, NULL, NULL FROM ts_events WHERE id = ANY(" in locking
     assert rows.startswith('Query "INSERT INTO ts_events') and rows.endswith('; COMMIT"')
     assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)
     head = rec.store.head_position()

@@ -6,9 +6,9 @@ SQLAlchemy's transaction and statement machinery and psycopg's parameter adaptat
 to the rows.  ``PgAppendLine`` holds one psycopg connection out of the writer engine's pool
 (so it is set up as every other connection is) in autocommit mode, and an append sends:
 
-1. ``BEGIN`` and the locking message (``pg_bulk.pg_trace_append_sql``: the append lock
-   shared, the traces' locks, a block of positions, the traces' heads, the versions of the
-   streams the caller does not hold) as ONE simple query;
+1. ``BEGIN``, the append lock shared and the traces' locks, then one statement reading a
+   block of positions, the traces' heads and the versions of the streams the caller does
+   not hold (``locking_message``), as ONE simple query;
 2. every row as literals -- ``INSERT … ON CONFLICT DO NOTHING`` of the blobs, one
    multi-row ``INSERT`` of the events -- and ``COMMIT``, as ONE simple query.
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from tracestore.errors import ExpectedVersionConflict
 from tracestore.store import engine as engines
 from tracestore.store.chain import GENESIS_HASH
-from tracestore.store.pg_bulk import pg_trace_append_sql, pg_versions_sql
+from tracestore.store.pg_bulk import pg_heads_select, pg_trace_locks_sql, pg_versions_select
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -130,29 +130,33 @@ class PgAppendLine:
             driver: Any = raw.driver_connection
             raw.detach()  # ours until dropped: the pool neither counts nor resets it
             driver.autocommit = True
+            driver.prepare_threshold = None  # every message is new text: nothing to prepare
             self._raw, self._driver_conn, self._pid = raw, driver, os.getpid()
         self._used = now
         return self._driver_conn
 
-    def send(self, driver: Any, sql: str) -> list[list[tuple[Any, ...]]]:
-        """Every statement's rows of ``sql`` (one simple query).  On a database error the
-        transaction is rolled back (or the connection dropped) and the error raised."""
-        import psycopg
+    def send(self, driver: Any, message: bytes) -> Any:
+        """The result of the last statement of ``message`` (several statements, one simple
+        query through libpq's ``PQexec``: no cursor, no row objects, and the GIL released
+        while it waits).  On a database error the transaction is rolled back (or the
+        connection dropped) and the error raised as psycopg's."""
+        from psycopg import errors, pq
 
-        out: list[list[tuple[Any, ...]]] = []
         try:
-            with driver.cursor() as cursor:
-                cursor.execute(sql)  # no parameters: a simple query, in the connection's encoding
-                while True:
-                    out.append(cursor.fetchall() if cursor.description is not None else [])
-                    if not cursor.nextset():
-                        return out
-        except psycopg.Error:
+            result = driver.pgconn.exec_(message)
+        except errors.Error:  # libpq returned no result: the connection failed
             self.abandon(driver)
             raise
         except BaseException:  # interrupted mid-message: closing it rolls the server back
             self._drop()
             raise
+        if result.status == pq.ExecStatus.FATAL_ERROR:
+            error = errors.error_from_result(result, encoding=driver.info.encoding)
+            if driver.pgconn.status != pq.ConnStatus.OK:  # the connection, not the SQL
+                error = errors.OperationalError(str(error))
+            self.abandon(driver)
+            raise error
+        return result
 
     @property
     def lost(self) -> bool:
@@ -163,12 +167,14 @@ class PgAppendLine:
         """End the open transaction unwritten: ROLLBACK, or drop a connection that cannot."""
         import psycopg
 
-        if driver.closed or driver.broken:
+        if driver.closed or driver.pgconn.status != psycopg.pq.ConnStatus.OK:
             self._drop()
             return
         try:
-            driver.execute("ROLLBACK")
+            done = driver.pgconn.exec_(b"ROLLBACK").status == psycopg.pq.ExecStatus.COMMAND_OK
         except psycopg.Error:
+            done = False
+        if not done:
             self._drop()
 
     def _drop(self) -> None:
@@ -230,15 +236,9 @@ def append_on_line(store: Any, line: PgAppendLine, groups: Sequence[Any],
     with line.taken() as driver:
         if driver is None:
             return None
-        sql = "BEGIN; " + pg_trace_append_sql(line.append_lock, pg_literal_array(traces),
-                                              rows)
-        if unknown:
-            sql += pg_versions_sql(pg_literal_array(unknown))
-        if ids:
-            sql += f"; SELECT id FROM ts_events WHERE id = ANY({pg_literal_array(ids)})"
+        sql = locking_message(line.append_lock, traces, rows, unknown, ids)
         try:
-            return _sent(store, line, driver, sql, groups, known, bool(unknown), bool(ids),
-                         then, then_rows)
+            return _sent(store, line, driver, sql, groups, known, then, then_rows)
         except _psycopg_errors() as exc:
             from sqlalchemy.exc import DBAPIError
 
@@ -246,24 +246,65 @@ def append_on_line(store: Any, line: PgAppendLine, groups: Sequence[Any],
                                       dialect=store._writer.dialect) from exc
 
 
+def locking_message(lock: int, traces: Sequence[str], rows: int, streams: Sequence[str],
+                    ids: Sequence[str]) -> str:
+    """The first message of an append: BEGIN, the locks, then ONE statement (one
+    snapshot, taken once the locks are held) whose rows ``(kind, name, value, hash)``
+    hold all the append needs: ``p`` the first of ``rows`` positions reserved, ``h``
+    each trace's head, ``v`` each of ``streams``' version, ``i`` each of ``ids`` stored."""
+    traces_literal = pg_literal_array(traces)
+    parts = [f"SELECT 'p'::text, NULL::text, ts_reserve_positions({int(rows)})::text, "
+             "NULL::text",
+             f"SELECT 'h', t, version::text, hash::text FROM ({pg_heads_select(traces_literal)})"
+             " AS heads (t, version, hash)"]
+    if streams:
+        parts.append(f"SELECT 'v', s, version::text, NULL FROM ("
+                     f"{pg_versions_select(pg_literal_array(streams))}) AS versions (s, version)")
+    if ids:
+        parts.append(f"SELECT 'i', id::text, NULL, NULL FROM ts_events WHERE id = ANY("
+                     f"{pg_literal_array(ids)})")
+    return (f"BEGIN; {pg_trace_locks_sql(lock, traces_literal)}; "
+            + " UNION ALL ".join(parts))
+
+
+def _answers(result: Any, encoding: str) -> tuple[int, dict[str, tuple[int, str]],
+                                                  dict[str, int], set[str]]:
+    """What ``locking_message`` read: (first position, heads, versions, stored ids)."""
+    first = 0
+    heads: dict[str, tuple[int, str]] = {}
+    versions: dict[str, int] = {}
+    stored: set[str] = set()
+    for row in range(result.ntuples):
+        kind, name, value, digest = (cell.decode(encoding) if cell is not None else ""
+                                     for cell in (result.get_value(row, c) for c in range(4)))
+        if kind == "p":
+            first = int(value)
+        elif kind == "h":
+            heads[name] = (int(value), digest) if value else (0, GENESIS_HASH)
+        elif kind == "v":
+            versions[name] = int(value)
+        else:
+            stored.add(name)
+    return first, heads, versions, stored
+
+
 def _sent(store: Any, line: PgAppendLine, driver: Any, sql: str, groups: Sequence[Any],
-          known: Mapping[str, int], versions_asked: bool, ids_asked: bool,
-          then: Callable[[list[Any]], Sequence[Any]] | None,
+          known: Mapping[str, int], then: Callable[[list[Any]], Sequence[Any]] | None,
           then_rows: int) -> tuple[list[Any], dict[str, int]] | None:
     import psycopg
 
+    encoding = driver.info.encoding
     try:
-        sets = line.send(driver, sql)
+        first, heads, looked_up, gone = _answers(line.send(driver, sql.encode(encoding)),
+                                                 encoding)
+    except UnicodeEncodeError:
+        return None  # nothing was sent: the engine path says what the text cannot be
     except psycopg.OperationalError:
         if not line.lost:
             raise
         return None  # nothing was written: the engine path connects (or says why)
-    stored = sets.pop() if ids_asked else []
-    looked_up = {stream: int(v) for stream, v in sets.pop()} if versions_asked else {}
-    *_, reserved, head_rows = sets
     skipped: tuple[str, ...] = ()
-    if stored:  # events already in the log are skipped and reported, as the engine does
-        gone = {row[0] for row in stored}
+    if gone:  # events already in the log are skipped and reported, as the engine does
         (key, batch, expected, blobs), = groups  # ``ids`` come with one group
         kept = [e for e in batch if e.id not in gone]
         if not kept:
@@ -277,17 +318,18 @@ def _sent(store: Any, line: PgAppendLine, driver: Any, sql: str, groups: Sequenc
         if len(groups) > 1:
             return None  # the engine path writes the groups whose expectations hold
         raise conflict
-    heads = {trace: (0, GENESIS_HASH) if version is None else (int(version), digest)
-             for trace, version, digest in head_rows}
     out = Outbox()
     try:
-        outcome = store._append_fresh_in(None, groups, known, int(reserved[0][0]) - 1,
-                                         heads, looked_up, then, then_rows, out=out)
-        message = insert_message(out.blobs, out.rows)
+        outcome = store._append_fresh_in(None, groups, known, first - 1, heads, looked_up,
+                                         then, then_rows, out=out)
+        message = insert_message(out.blobs, out.rows).encode(encoding)
+    except UnicodeEncodeError:
+        line.abandon(driver)
+        return None
     except BaseException:
         line.abandon(driver)
         raise
-    if "\x00" in message:  # no text column holds NUL: the engine path says so
+    if b"\x00" in message:  # no text column holds NUL: the engine path says so
         line.abandon(driver)
         return None
     line.send(driver, message)
@@ -317,4 +359,4 @@ def _psycopg_errors() -> tuple[type[Exception], ...]:
 
 
 __all__ = ["LITERAL_MAX_CHARS", "Outbox", "PgAppendLine", "append_on_line", "insert_message",
-           "pg_literal_array", "row_literal", "text_literal"]
+           "locking_message", "pg_literal_array", "row_literal", "text_literal"]

@@ -162,28 +162,48 @@ def pg_text_array(conn: Connection, values: Sequence[str]) -> str:
     return f"ARRAY[{quoted}]::text[]"
 
 
+def pg_trace_locks_sql(lock: int, traces_literal: str) -> str:
+    """Two statements: the append lock SHARED (a planned append takes it exclusively),
+    then each trace's own lock in one order (two writers of overlapping traces never
+    deadlock)."""
+    return (f"SELECT pg_advisory_xact_lock_shared({lock}); "
+            f"SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
+            f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s")
+
+
+def pg_heads_select(traces_literal: str) -> str:
+    """A query of each trace's head: ``(trace, version, hash)`` of its last row, NULLs for
+    a new trace (trace ids are never empty, so a trace's key is its id), read backwards
+    from the ``(trace_key, trace_version)`` index: a partitioned or sharded table is asked
+    in the trace's partition only, and one row is read however long the trace."""
+    return (f"SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
+            "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
+            "WHERE trace_key = t ORDER BY trace_version DESC LIMIT 1) h ON true")
+
+
+def pg_versions_select(streams_literal: str) -> str:
+    """A query of ``(stream, version)`` for those of the streams that hold events, each
+    its last row's read backwards from the ``(stream, version, …)`` index (one row, however
+    long the stream)."""
+    return (f"SELECT s, v.version FROM unnest({streams_literal}) AS s JOIN LATERAL ("
+            "SELECT version FROM ts_events WHERE stream = s ORDER BY version DESC LIMIT 1) v "
+            "ON true")
+
+
 def pg_trace_lock_sql(lock: int, traces_literal: str, rows: int = 0) -> str:
     """``pg_trace_append_sql`` without the positions (``rows`` 0): the locks, then the
     traces' heads (for a build that must see its traces before it knows how many rows
     it writes)."""
     reserve = f"SELECT ts_reserve_positions({int(rows)}); " if rows else ""
-    return (f"SELECT pg_advisory_xact_lock_shared({lock}); "
-            f"SELECT pg_advisory_xact_lock(k) FROM (SELECT DISTINCT "
-            f"hashtextextended(t, 0) AS k FROM unnest({traces_literal}) AS t ORDER BY 1) s; "
-            f"{reserve}SELECT t, h.trace_version, h.hash FROM unnest({traces_literal}) AS t "
-            "LEFT JOIN LATERAL (SELECT trace_version, hash FROM ts_events "
-            "WHERE trace_key = t ORDER BY trace_version DESC LIMIT 1) h ON true")
+    return (f"{pg_trace_locks_sql(lock, traces_literal)}; "
+            f"{reserve}{pg_heads_select(traces_literal)}")
 
 
 def pg_trace_append_sql(lock: int, traces_literal: str, rows: int) -> str:
-    """The one message that opens an append to known traces (``EventStore``'s recorder
-    path): the append lock SHARED (a planned append takes it exclusively), each trace's
-    own lock in one order (two writers of overlapping traces never deadlock), a block of
-    ``rows`` positions with the transaction id (``ts_reserve_positions``, after the
-    trace locks so a trace's positions rise with its versions), then each trace's head
-    (version and hash of its last row; NULLs for a new trace: trace ids are never empty,
-    so a trace's key is its id), read backwards from the ``(trace_key, trace_version)`` index (so a partitioned or sharded table is asked in
-    the trace's partition only, and one row is read however long the trace)."""
+    """The one message that opens an append to known traces (``EventStore``'s engine
+    path): the locks (``pg_trace_locks_sql``), a block of ``rows`` positions with the
+    transaction id (``ts_reserve_positions``, after the trace locks so a trace's
+    positions rise with its versions), then each trace's head (``pg_heads_select``)."""
     return pg_trace_lock_sql(lock, traces_literal, max(int(rows), 1))
 
 
@@ -197,12 +217,9 @@ def pg_lookups_sql(streams_literal: str, ids_literal: str) -> str:
 
 
 def pg_versions_sql(streams_literal: str) -> str:
-    """A statement to append to an append's locking message: the versions of those of
-    the streams that hold events, each its last row's read backwards from the
-    ``(stream, version, …)`` index (one row, however long the stream)."""
-    return (f"; SELECT s, v.version FROM unnest({streams_literal}) AS s JOIN LATERAL ("
-            "SELECT version FROM ts_events WHERE stream = s ORDER BY version DESC LIMIT 1) v "
-            "ON true")
+    """A statement to append to an append's locking message: the streams' versions
+    (``pg_versions_select``)."""
+    return f"; {pg_versions_select(streams_literal)}"
 
 
 def pg_settled_threshold() -> str:
