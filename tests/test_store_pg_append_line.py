@@ -37,6 +37,15 @@ def rows(trace: str, deltas: list[str]) -> list[SerializedEvent]:
             for delta, event_id in zip(deltas, fresh_ids(len(deltas)))]
 
 
+def line_only(store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if an append leaves the line for the engine's pool (a refused row is
+    tried again there, which would hide a wrong line)."""
+    def no_engine() -> None:
+        raise AssertionError("an append left the line for the engine's pool")
+
+    monkeypatch.setattr(store, "_write_transaction", no_engine)
+
+
 def line_pid(store: EventStore) -> int:
     assert store._line is not None and store._line._driver_conn is not None
     return int(store._line._driver_conn.info.backend_pid)
@@ -56,10 +65,27 @@ def test_literals_read_back_every_value_as_given(store: EventStore,
         assert list(row) == [7, None, *AWKWARD]
 
 
-def test_awkward_text_and_every_byte_are_stored_as_sent(store: EventStore) -> None:
+def test_versions_and_heads_past_nine_are_read_as_numbers(
+        store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each append asks the stream's version and the trace's head afresh (nothing
+    remembered): the eleventh must follow the tenth, not the ninth ("10" < "9" as text),
+    and on the line -- a refused row would be tried again through the engine's pool."""
+    line_only(store, monkeypatch)
+    for delta in map(str, range(12)):
+        (result,) = store.append_fresh_groups([("g", rows("a", [delta]), None, [])], {})
+        assert result.trace_spans == (("a", int(delta), int(delta) + 1),)
+    stored = store.read(trace_id="a")
+    assert [(e.version, e.event.native["delta"]) for e in stored] == [
+        (n + 1, str(n)) for n in range(12)]
+    assert store.verify().ok
+
+
+def test_awkward_text_and_every_byte_are_stored_as_sent(
+        store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
     blob = bytes(range(256)) * 3
+    line_only(store, monkeypatch)
     (result,) = store.append_fresh_groups([("g", rows("tr'\\", AWKWARD), None, [blob])])
-    assert store._line is not None and store._line._driver_conn is not None  # on the line
+    monkeypatch.undo()
     stored = store.read(trace_id="tr'\\")
     assert [e.event.native["delta"] for e in stored] == AWKWARD
     assert store.get_blob(result.blobs_stored[0]) == blob

@@ -82,7 +82,8 @@ def test_a_recorder_feed_is_two_messages_locks_then_rows_and_commit(
         locking, rows = sent
         assert locking.startswith('Query "BEGIN; SELECT pg_advisory_xact_lock_shared(')
         assert "ts_reserve_positions" in locking
-        assert "WHERE trace_key = t ORDER BY trace_version DESC LIMIT 1" in locking
+        assert "WHERE trace_key = E't1' ORDER BY ts_events.trace_version DESC LIMIT 1" \
+            in locking
         assert "INSERT" not in locking
         assert rows.startswith('Query "INSERT INTO ts_blobs') and rows.endswith('; COMMIT"')
         assert rows.count("INSERT INTO ts_blobs") == 1 and "ON CONFLICT" in rows
@@ -134,7 +135,7 @@ def test_an_append_of_known_events_of_one_trace_is_two_messages(
     locking, rows = sent
     assert locking.startswith('Query "BEGIN; SELECT pg_advisory_xact_lock_shared(')
     assert "ts_reserve_positions(1)" in locking
-    assert "SELECT version FROM ts_events WHERE stream = s ORDER BY version DESC LIMIT 1" in locking
+    assert "WHERE stream = E'attempt:a0' ORDER BY ts_events.version DESC LIMIT 1" in locking
     assert "id::text, NULL, NULL FROM ts_events WHERE id = ANY(" in locking
     assert rows.startswith('Query "INSERT INTO ts_events') and rows.endswith('; COMMIT"')
     assert "pg_advisory_xact_lock(7245001)" not in " ".join(sent)

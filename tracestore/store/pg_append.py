@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from tracestore.errors import ExpectedVersionConflict
 from tracestore.store import engine as engines
 from tracestore.store.chain import GENESIS_HASH
-from tracestore.store.pg_bulk import pg_heads_select, pg_trace_locks_sql, pg_versions_select
+from tracestore.store.pg_bulk import pg_trace_locks_sql
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -251,20 +251,30 @@ def locking_message(lock: int, traces: Sequence[str], rows: int, streams: Sequen
     """The first message of an append: BEGIN, the locks, then ONE statement (one
     snapshot, taken once the locks are held) whose rows ``(kind, name, value, hash)``
     hold all the append needs: ``p`` the first of ``rows`` positions reserved, ``h``
-    each trace's head, ``v`` each of ``streams``' version, ``i`` each of ``ids`` stored."""
-    traces_literal = pg_literal_array(traces)
+    each trace's head (none for a new trace), ``v`` the version of each of ``streams``
+    that holds events, ``i`` each of ``ids`` stored.  Each head and version is its own
+    branch reading one row backwards from its unique index: a plan the server makes in
+    a fraction of a join's."""
+    quoted = [text_literal(trace) for trace in traces]
+    if len(traces) == 1:
+        locks = (f"SELECT pg_advisory_xact_lock_shared({lock}); "
+                 f"SELECT pg_advisory_xact_lock(hashtextextended({quoted[0]}, 0))")
+    else:
+        locks = pg_trace_locks_sql(lock, pg_literal_array(traces))
     parts = [f"SELECT 'p'::text, NULL::text, ts_reserve_positions({int(rows)})::text, "
-             "NULL::text",
-             f"SELECT 'h', t, version::text, hash::text FROM ({pg_heads_select(traces_literal)})"
-             " AS heads (t, version, hash)"]
-    if streams:
-        parts.append(f"SELECT 'v', s, version::text, NULL FROM ("
-                     f"{pg_versions_select(pg_literal_array(streams))}) AS versions (s, version)")
+             "NULL::text"]
+    # ORDER BY names the table's column: a bare ``version`` would sort the text output
+    # column of that name ("9" after "10").
+    parts += [f"(SELECT 'h', {trace}, trace_version::text, hash::text FROM ts_events "
+              f"WHERE trace_key = {trace} ORDER BY ts_events.trace_version DESC LIMIT 1)"
+              for trace in quoted]
+    parts += [f"(SELECT 'v', {stream}, version::text, NULL FROM ts_events "
+              f"WHERE stream = {stream} ORDER BY ts_events.version DESC LIMIT 1)"
+              for stream in map(text_literal, streams)]
     if ids:
         parts.append(f"SELECT 'i', id::text, NULL, NULL FROM ts_events WHERE id = ANY("
                      f"{pg_literal_array(ids)})")
-    return (f"BEGIN; {pg_trace_locks_sql(lock, traces_literal)}; "
-            + " UNION ALL ".join(parts))
+    return f"BEGIN; {locks}; " + " UNION ALL ".join(parts)
 
 
 def _answers(result: Any, encoding: str) -> tuple[int, dict[str, tuple[int, str]],
@@ -280,7 +290,7 @@ def _answers(result: Any, encoding: str) -> tuple[int, dict[str, tuple[int, str]
         if kind == "p":
             first = int(value)
         elif kind == "h":
-            heads[name] = (int(value), digest) if value else (0, GENESIS_HASH)
+            heads[name] = (int(value), digest)
         elif kind == "v":
             versions[name] = int(value)
         else:
@@ -297,6 +307,8 @@ def _sent(store: Any, line: PgAppendLine, driver: Any, sql: str, groups: Sequenc
     try:
         first, heads, looked_up, gone = _answers(line.send(driver, sql.encode(encoding)),
                                                  encoding)
+        for trace in {e.trace_id for _, batch, _, _ in groups for e in batch} - set(heads):
+            heads[trace] = (0, GENESIS_HASH)  # a new trace
     except UnicodeEncodeError:
         return None  # nothing was sent: the engine path says what the text cannot be
     except psycopg.OperationalError:
