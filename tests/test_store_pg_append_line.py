@@ -92,6 +92,31 @@ def test_awkward_text_and_every_byte_are_stored_as_sent(
     assert store.verify().ok
 
 
+def test_a_database_reading_backslashes_as_escapes_stores_the_same(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``standard_conforming_strings = off`` for the whole database: the line's text and
+    blob literals still read back as sent."""
+    import psycopg
+
+    url = _fresh_pg_url()
+    libpq = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(libpq, autocommit=True) as admin:
+        admin.execute(f"ALTER DATABASE {url.rsplit('/', 1)[1]} "
+                      "SET standard_conforming_strings = off")
+    blob = b"\\x41\\'" + bytes(range(256))
+    with EventStore(url) as store:
+        store.append_fresh_groups([("g", rows("w", ["warm"]), None, [])])
+        assert store._line is not None and store._line._driver_conn is not None
+        setting = store._line._driver_conn.execute("SHOW standard_conforming_strings")
+        assert setting.fetchone() == ("off",)
+        line_only(store, monkeypatch)
+        (result,) = store.append_fresh_groups([("g", rows("t\\", AWKWARD), None, [blob])])
+        monkeypatch.undo()
+        assert [e.event.native["delta"] for e in store.read(trace_id="t\\")] == AWKWARD
+        assert store.get_blob(result.blobs_stored[0]) == blob
+        assert store.verify().ok
+
+
 def test_an_append_while_another_thread_holds_the_line_takes_the_engine_path(
         store: EventStore) -> None:
     store.append_fresh_groups([("g", rows("a", ["x"]), None, [])])
