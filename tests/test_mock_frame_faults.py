@@ -62,24 +62,26 @@ def test_without_faults_the_rewrite_is_the_capture_byte_for_byte(capture: Path) 
     assert rewrite(APIS[capture], wire_frames(body), FrameFaults()) == body
 
 
+# Every fault kind and every API in the default run (each API with two or more kinds);
+# the other API x fault pairs run with -m slow.
 @pytest.mark.parametrize(("capture", "faults", "status", "reasons"), [
     (CHAT, {"error_at_frame": 2}, "failed", ["native_failure"]),
     (CHAT, {"ending": "length"}, "limited", ["native_limit_reached"]),
-    (CHAT, {"ending": "refusal"}, "held", ["unknown_stop_reason"]),
+    pytest.param(CHAT, {"ending": "refusal"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
     (CHAT, {"ending": "unknown"}, "held", ["unknown_stop_reason"]),
-    (CHAT, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"]),
-    (CHAT, {"non_text_delta": True}, "held", ["tool_use_not_allowed"]),
-    (MESSAGES, {"error_at_frame": 3}, "failed", ["native_failure"]),
-    (MESSAGES, {"ending": "length"}, "limited", ["native_limit_reached"]),
+    pytest.param(CHAT, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"], marks=pytest.mark.slow),
+    pytest.param(CHAT, {"non_text_delta": True}, "held", ["tool_use_not_allowed"], marks=pytest.mark.slow),
+    pytest.param(MESSAGES, {"error_at_frame": 3}, "failed", ["native_failure"], marks=pytest.mark.slow),
+    pytest.param(MESSAGES, {"ending": "length"}, "limited", ["native_limit_reached"], marks=pytest.mark.slow),
     (MESSAGES, {"ending": "refusal"}, "held", ["unknown_stop_reason"]),
-    (MESSAGES, {"ending": "unknown"}, "held", ["unknown_stop_reason"]),
-    (MESSAGES, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"]),
+    pytest.param(MESSAGES, {"ending": "unknown"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
+    pytest.param(MESSAGES, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"], marks=pytest.mark.slow),
     (MESSAGES, {"second_text_block": True}, "held", ["unexpected_text_block"]),
-    (MESSAGES, {"non_text_delta": True}, "held", ["tool_use_not_allowed"]),
+    pytest.param(MESSAGES, {"non_text_delta": True}, "held", ["tool_use_not_allowed"], marks=pytest.mark.slow),
     (RESPONSES, {"error_at_frame": 5}, "failed", ["native_failure"]),
-    (RESPONSES, {"ending": "length"}, "limited", ["native_limit_reached"]),
-    (RESPONSES, {"ending": "refusal"}, "held", ["unknown_stop_reason"]),
-    (RESPONSES, {"ending": "unknown"}, "held", ["unknown_stop_reason"]),
+    pytest.param(RESPONSES, {"ending": "length"}, "limited", ["native_limit_reached"], marks=pytest.mark.slow),
+    pytest.param(RESPONSES, {"ending": "refusal"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
+    pytest.param(RESPONSES, {"ending": "unknown"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
     (RESPONSES, {"unknown_event_at_frame": 4}, "held", ["unknown_native_form"]),
     # The Responses normalizer keys text by output item: a second part of one message item
     # is read as that item's text told twice, which holds it too.
