@@ -106,6 +106,22 @@ def planned_real(capture: str) -> list:
             for i, n in enumerate(plan.events)]
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Full collections that skip what the collection imported, as ``tracestore``'s own
+    ``main()`` freezes its start-up heap.
+
+    Collecting imports every test module and, through them, the package, SQLAlchemy,
+    pydantic and most SDKs: objects that live as long as the run.  Each automatic full
+    collection walked them all again (~0.1-0.25 s each, some 200 of them, ~20 s of a
+    default run).  ``gc.freeze()`` moves what is alive now into a generation the collector
+    skips; everything a test makes from here on is collected as before.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(scope="module")
 def frozen_heap() -> Iterator[None]:
     """Full collections that skip what the module found alive.
@@ -115,8 +131,8 @@ def frozen_heap() -> Iterator[None]:
     With the SDKs imported (botocore's service models alone are millions of objects) each
     full collection took ~0.25 s, a minute over the recording matrix.  ``gc.freeze()``
     moves every object alive now into a generation the collector skips, so a case's
-    collection walks only what the case made; ``gc.unfreeze()`` hands them back after the
-    module.
+    collection walks only what the case made.  They stay frozen after the module (as the
+    heap frozen after the collection does): ``gc.unfreeze()`` would hand that back too.
     """
     import gc
 
@@ -127,7 +143,4 @@ def frozen_heap() -> Iterator[None]:
 
     gc.collect()
     gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
+    yield

@@ -64,7 +64,9 @@ class Collector:
         self.server.timeout = 5
         self.base = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.url = f"{self.base}/v1/traces"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled every 20 ms (not 0.5 s), so that leaving it does not wait on the poll
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.02}, daemon=True)
 
     def spans(self) -> list[Any]:
         return [s for _, _, request in self.received for rs in request.resource_spans

@@ -92,7 +92,10 @@ def test_audit_of_a_long_run_id_reads_at_any_width(tmp_path: Path, columns: int)
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    cli("ingest", str(OUT / "unissued-read.json"))
+    # the store is written in-process; the audit under test runs in a real process
+    from clihelp import run
+
+    assert run("ingest", str(OUT / "unissued-read.json"), db=tmp_path / "s.db")[0] == 0
     out = cli("audit")
     assert all(len(line) <= columns for line in out.splitlines())
     flat = " ".join(re.sub(r"[│┃]", " ", out).split())

@@ -1,5 +1,6 @@
 """Tables read well at 80 columns as at 200 (checked in a real process: the terminal width
-is read when the program starts).
+is read when the program starts).  A store the table is read from is filled in-process
+(``setup``): what is written does not depend on the width.
 
 Codes and ids are whole tokens on one line, cut cells end with …, hashes are 16 hex digits
 everywhere, and the buggy UI write of t8-buggy-app is drawn apart from the correct ones.
@@ -17,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from clihelp import run
+
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "fixtures" / "seed003"
 OPENAI = REPO / "fixtures" / "real" / "openai-responses" / "text-gpt-4o.sse"
@@ -31,6 +34,13 @@ def cli(db: Path, columns: int, *args: str) -> str:
                           text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def setup(db: Path, *args: str) -> None:
+    """A command that only fills the store under test, run in-process (its output is not
+    what the test reads)."""
+    code, _, err = run(*args, db=db)
+    assert code == 0, err
 
 
 def row(out: str, position: int) -> str:
@@ -61,7 +71,7 @@ def test_buggy_app_replay_reads_at_any_width(tmp_path: Path, columns: int) -> No
 @pytest.mark.parametrize("columns", [80, 200])
 def test_audit_destinations_and_hashes(tmp_path: Path, columns: int) -> None:
     db = tmp_path / "store.db"
-    cli(db, columns, "replay", str(SEED / "t8-buggy-app.json"))
+    setup(db, "replay", str(SEED / "t8-buggy-app.json"))
     out = cli(db, columns, "audit", "--trace", "t8-buggy-app")
     assert all(len(line) <= columns for line in out.splitlines())
     ui_text = ("The public desk opens Wednesday from 09:00 to 17:00 UTC. It is closed "
@@ -70,13 +80,14 @@ def test_audit_destinations_and_hashes(tmp_path: Path, columns: int) -> None:
     ui_row = next(line for line in out.splitlines() if f" {ui_hash[:16]} " in line)
     assert re.search(r"│ t8b-new │ released │ ui\s+│\s+20 │", ui_row)
     assert ui_hash[:17] not in out  # one length: 16 hex digits
-    verify = cli(db, columns, "verify")
+    code, verify, err = run("verify", db=db)  # the store the width run read is intact
+    assert code == 0, err
     assert re.match(r"ok 25 events in \d+ traces? \(root [0-9a-f]{16}\)\n", verify)
 
 
 def test_long_ids_stay_whole_at_80_columns(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    cli(db, 80, "ingest", str(OPENAI))
+    setup(db, "ingest", str(OPENAI))
     attempts = cli(db, 80, "attempts")
     assert attempts.count("text-gpt-4o-d03a397c") == 2
     events = cli(db, 80, "events", "--limit", "3")
@@ -86,7 +97,7 @@ def test_long_ids_stay_whole_at_80_columns(tmp_path: Path) -> None:
 
 def test_the_queue_keeps_api_status_and_review_state_whole_at_80(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    cli(db, 80, "replay", str(SEED / "t7.json"))
+    setup(db, "replay", str(SEED / "t7.json"))
     out = cli(db, 80, "attempts")
     assert all(len(line) <= 80 for line in out.splitlines())
     assert "│ t7      │ t7    │ bedrock-converse-stream │ stopped    │" in out
@@ -95,12 +106,14 @@ def test_the_queue_keeps_api_status_and_review_state_whole_at_80(tmp_path: Path)
 
 def test_decision_table_keeps_codes_whole_at_80(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    cli(db, 80, "replay", str(SEED / "t8.json"))
+    setup(db, "replay", str(SEED / "t8.json"))
     out = cli(db, 80, "release", "t8-old")
     table = out.split("└", 1)[0]
     assert "│ t8-old  │ stopped │  6 │ local_stop_before_release   │" in table
     assert "(superseded_after_decision)" in table
-    json_out = json.loads(cli(db, 80, "release", "t8-old", "--json"))
+    code, out, err = run("release", "t8-old", "--json", db=db)  # JSON has no width
+    assert code == 0, err
+    json_out = json.loads(out)
     assert json_out["reasons"] == ["local_stop_before_release"]
 
 
@@ -123,10 +136,10 @@ TRACE_ID = "customer-support-question-0042-from-the-web-app"
 def test_task_and_destination_read_at_any_width(tmp_path: Path, columns: int) -> None:
     db = tmp_path / "store.db"
     real = REPO / "fixtures" / "real"
-    cli(db, columns, "ingest", str(real / "anthropic" / "text-basic.sse"), "--attempt", OLD_ID,
-        "--trace", TRACE_ID, "--stop-after-byte", "700")
-    cli(db, columns, "ingest", str(OPENAI), "--attempt", NEW_ID, "--trace", TRACE_ID,
-        "--retry-of", OLD_ID)
+    setup(db, "ingest", str(real / "anthropic" / "text-basic.sse"), "--attempt", OLD_ID,
+          "--trace", TRACE_ID, "--stop-after-byte", "700")
+    setup(db, "ingest", str(OPENAI), "--attempt", NEW_ID, "--trace", TRACE_ID,
+          "--retry-of", OLD_ID)
     task = cli(db, columns, "task", TRACE_ID, "--task",
                str(REPO / "fixtures" / "tasks" / "paris.json"))
     answer = tmp_path / "answer.txt"

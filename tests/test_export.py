@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,21 @@ CAPTURE = REPO / "fixtures" / "real" / "bedrock" / "nova-micro-text.bin"
 T8_OLD_DELTA = "The public desk opens Wednesday from 09:00 to 17:00 UTC. "
 
 
-@pytest.fixture
-def source_db(tmp_path: Path) -> Path:
-    db = tmp_path / "source.db"
+@pytest.fixture(scope="module")
+def seeded_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("export-source") / "source.db"
     assert run("replay", str(SEED), "--json", db=db)[0] == 0
     code, _, err = run("ingest", str(CAPTURE), "--attempt", "nova", db=db)
     assert code == 0, err
+    assert sorted(p.name for p in db.parent.iterdir()) == ["source.db"]  # no -wal beside it
+    return db
+
+
+@pytest.fixture
+def source_db(seeded_source: Path, tmp_path: Path) -> Path:
+    """Each test's own copy of the store seeded once per module (a test may write to it)."""
+    db = tmp_path / "source.db"
+    shutil.copy(seeded_source, db)
     return db
 
 

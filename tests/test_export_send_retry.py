@@ -46,7 +46,9 @@ class Scripted:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled every 20 ms (not 0.5 s), so that leaving it does not wait on the poll
+        self.thread = threading.Thread(target=self.server.serve_forever,
+                                       kwargs={"poll_interval": 0.02}, daemon=True)
 
     def __enter__(self) -> Scripted:
         self.thread.start()

@@ -63,6 +63,13 @@ COMMANDS: dict[str, list[str]] = {
 NO_JSON = {"proxy --task", "serve --key", "review --key"}
 #: What reads no store.
 NO_DB = {"contract check FILE", "contract check --contract", "contract check --binding"}
+#: Run with -m slow only: the default run keeps one file argument or option of each kind of
+#: reader and of each way a refusal is reported (the batch's report, --json, plain stderr,
+#: no store, the small-file limit); each case is a traced run of its own.
+SLOW = {"evidence --file", "ingest --contract", "ingest --binding", "grade --cases",
+        "contract check --contract", "contract check --binding", "destination --text-file",
+        "task --task", "reviewer add --public-key", "review-batch --key", "judge --key",
+        "serve --key", "checkpoint --key"}
 
 
 def _run(args: list[str], db: Path | None, json_flag: bool):
@@ -88,7 +95,8 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return db
 
 
-@pytest.mark.parametrize("name", list(COMMANDS))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW
+                                  else name for name in COMMANDS])
 def test_an_endless_file_is_refused_at_the_bound(store: Path, name: str) -> None:
     args, json_flag = COMMANDS[name], name not in NO_JSON
     db = None if name in NO_DB else store

@@ -11,6 +11,7 @@ checked to import the new module and that no tracestore module uses them.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -48,11 +49,17 @@ def _resolve(name: str) -> str:
     return name
 
 
+@functools.cache
+def _tree(name: str) -> ast.Module:
+    """Module ``name``'s syntax tree, parsed once for all the scans (none changes it)."""
+    return ast.parse(MODULES[name][0].read_text(encoding="utf-8"))
+
+
 def imports(name: str, source: str | None = None) -> list[tuple[str, int]]:
     """(module imported, line) for every import in module ``name``, at any depth."""
-    path, is_package = MODULES[name]
+    _, is_package = MODULES[name]
     found = []
-    tree = ast.parse(source if source is not None else path.read_text(encoding="utf-8"))
+    tree = ast.parse(source) if source is not None else _tree(name)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
@@ -138,9 +145,8 @@ def test_the_scan_sees_imports_inside_functions_and_relative_ones() -> None:
 
 def raw_imports(name: str) -> set[str]:
     """Every dotted name module ``name`` imports, unresolved (``from a import b``: a.b)."""
-    path, _ = MODULES[name]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(name)):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
@@ -171,9 +177,9 @@ def test_nothing_loose_at_the_package_root_but_the_api_errors_and_version() -> N
 
 
 def test_every_package_says_what_it_owns() -> None:
-    for name, (path, is_package) in MODULES.items():
+    for name, (_, is_package) in MODULES.items():
         if is_package and name.count(".") == 1 and not name.split(".")[1].startswith("_"):
-            assert ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))), name
+            assert ast.get_docstring(_tree(name)), name
 
 
 def test_the_documented_layout_lists_the_packages_in_import_order() -> None:

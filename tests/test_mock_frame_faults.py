@@ -36,6 +36,35 @@ def scenario(tmp_path: Path, capture: Path, **faults: Any) -> Path:
     return path
 
 
+class FaultSequence:
+    """One mock serving one exchange per fault set, in the order a test asks for them (the
+    mock plays the first unused exchange of a path): one server for all of an SDK test's
+    faults rather than one each.  ``url(**faults)`` checks the faults are the next ones."""
+
+    def __init__(self, tmp_path: Path, capture: Path, faults: list[dict[str, Any]]) -> None:
+        path = tmp_path / "scenario.json"
+        path.write_text(json.dumps({"exchanges": [
+            {"path": PATHS[capture], "capture": str(capture), "faults": f} for f in faults]}))
+        self.planned, self.asked = faults, 0
+        self.mock = RunningMock(path)
+
+    def __enter__(self) -> FaultSequence:
+        self.mock.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.mock.__exit__(*exc)
+
+    def url(self, **faults: Any) -> str:
+        assert faults == self.planned[self.asked]
+        self.asked += 1
+        return self.mock.url
+
+    def played(self) -> list[int]:
+        """The exchanges the mock played, in order."""
+        return [entry["exchange"] for entry in self.mock.log]
+
+
 def served(tmp_path: Path, capture: Path, **faults: Any) -> bytes:
     with RunningMock(scenario(tmp_path, capture, **faults)) as mock:
         answer = httpx.post(f"{mock.url}{PATHS[capture]}", json={"stream": True}, timeout=30)
@@ -62,24 +91,26 @@ def test_without_faults_the_rewrite_is_the_capture_byte_for_byte(capture: Path) 
     assert rewrite(APIS[capture], wire_frames(body), FrameFaults()) == body
 
 
+# Every fault kind and every API in the default run (each API with two or more kinds);
+# the other API x fault pairs run with -m slow.
 @pytest.mark.parametrize(("capture", "faults", "status", "reasons"), [
     (CHAT, {"error_at_frame": 2}, "failed", ["native_failure"]),
     (CHAT, {"ending": "length"}, "limited", ["native_limit_reached"]),
-    (CHAT, {"ending": "refusal"}, "held", ["unknown_stop_reason"]),
+    pytest.param(CHAT, {"ending": "refusal"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
     (CHAT, {"ending": "unknown"}, "held", ["unknown_stop_reason"]),
-    (CHAT, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"]),
-    (CHAT, {"non_text_delta": True}, "held", ["tool_use_not_allowed"]),
-    (MESSAGES, {"error_at_frame": 3}, "failed", ["native_failure"]),
-    (MESSAGES, {"ending": "length"}, "limited", ["native_limit_reached"]),
+    pytest.param(CHAT, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"], marks=pytest.mark.slow),
+    pytest.param(CHAT, {"non_text_delta": True}, "held", ["tool_use_not_allowed"], marks=pytest.mark.slow),
+    pytest.param(MESSAGES, {"error_at_frame": 3}, "failed", ["native_failure"], marks=pytest.mark.slow),
+    pytest.param(MESSAGES, {"ending": "length"}, "limited", ["native_limit_reached"], marks=pytest.mark.slow),
     (MESSAGES, {"ending": "refusal"}, "held", ["unknown_stop_reason"]),
-    (MESSAGES, {"ending": "unknown"}, "held", ["unknown_stop_reason"]),
-    (MESSAGES, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"]),
+    pytest.param(MESSAGES, {"ending": "unknown"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
+    pytest.param(MESSAGES, {"unknown_event_at_frame": 2}, "held", ["unknown_native_form"], marks=pytest.mark.slow),
     (MESSAGES, {"second_text_block": True}, "held", ["unexpected_text_block"]),
-    (MESSAGES, {"non_text_delta": True}, "held", ["tool_use_not_allowed"]),
+    pytest.param(MESSAGES, {"non_text_delta": True}, "held", ["tool_use_not_allowed"], marks=pytest.mark.slow),
     (RESPONSES, {"error_at_frame": 5}, "failed", ["native_failure"]),
-    (RESPONSES, {"ending": "length"}, "limited", ["native_limit_reached"]),
-    (RESPONSES, {"ending": "refusal"}, "held", ["unknown_stop_reason"]),
-    (RESPONSES, {"ending": "unknown"}, "held", ["unknown_stop_reason"]),
+    pytest.param(RESPONSES, {"ending": "length"}, "limited", ["native_limit_reached"], marks=pytest.mark.slow),
+    pytest.param(RESPONSES, {"ending": "refusal"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
+    pytest.param(RESPONSES, {"ending": "unknown"}, "held", ["unknown_stop_reason"], marks=pytest.mark.slow),
     (RESPONSES, {"unknown_event_at_frame": 4}, "held", ["unknown_native_form"]),
     # The Responses normalizer keys text by output item: a second part of one message item
     # is read as that item's text told twice, which holds it too.
@@ -98,84 +129,97 @@ def test_ingest_of_the_served_bytes_decides_as_the_fault_means(
 def test_anthropic_sdk_reads_each_fault_as_the_provider_s_own(tmp_path: Path) -> None:
     import anthropic
 
-    def final(**faults: Any) -> Any:
-        with RunningMock(scenario(tmp_path, MESSAGES, **faults)) as mock:
-            client = anthropic.Anthropic(base_url=mock.url, api_key="sk-ant-test",
-                                         max_retries=0)
+    faults: list[dict[str, Any]] = [
+        {"error_at_frame": 3}, {"ending": "length"}, {"ending": "refusal"},
+        {"ending": "unknown"}, {"unknown_event_at_frame": 2}, {"second_text_block": True},
+        {"non_text_delta": True}]
+    with FaultSequence(tmp_path, MESSAGES, faults) as sequence:
+        def final(**faults: Any) -> Any:
+            client = anthropic.Anthropic(base_url=sequence.url(**faults),
+                                         api_key="sk-ant-test", max_retries=0)
             with client.messages.stream(model="claude-haiku-4-5", max_tokens=64,
                                         messages=QUESTION) as stream:
                 return stream.get_final_message()
 
-    with pytest.raises(anthropic.APIStatusError) as failed:
-        final(error_at_frame=3)
-    assert failed.value.body == {"type": "error", "error": {
-        "type": "api_error", "message": failed.value.body["error"]["message"]}}
-    assert final(ending="length").stop_reason == "max_tokens"
-    assert final(ending="refusal").stop_reason == "refusal"
-    assert final(ending="unknown").stop_reason == "mock_future_reason"
-    assert [b.type for b in final(unknown_event_at_frame=2).content] == ["text"]
-    two = final(second_text_block=True).content
-    assert [b.type for b in two] == ["text", "text"] and two[0].text == "Hello"
-    tool = final(non_text_delta=True).content
-    assert [b.type for b in tool] == ["text", "tool_use"]
-    assert tool[1].name == "lookup" and tool[1].input == {"query": "mock"}
+        with pytest.raises(anthropic.APIStatusError) as failed:
+            final(error_at_frame=3)
+        assert failed.value.body == {"type": "error", "error": {
+            "type": "api_error", "message": failed.value.body["error"]["message"]}}
+        assert final(ending="length").stop_reason == "max_tokens"
+        assert final(ending="refusal").stop_reason == "refusal"
+        assert final(ending="unknown").stop_reason == "mock_future_reason"
+        assert [b.type for b in final(unknown_event_at_frame=2).content] == ["text"]
+        two = final(second_text_block=True).content
+        assert [b.type for b in two] == ["text", "text"] and two[0].text == "Hello"
+        tool = final(non_text_delta=True).content
+        assert [b.type for b in tool] == ["text", "tool_use"]
+        assert tool[1].name == "lookup" and tool[1].input == {"query": "mock"}
+    assert sequence.played() == list(range(len(faults)))
 
 
 def test_openai_sdk_reads_each_responses_fault(tmp_path: Path) -> None:
     import openai
 
-    def events(**faults: Any) -> list[Any]:
-        with RunningMock(scenario(tmp_path, RESPONSES, **faults)) as mock:
-            client = openai.OpenAI(base_url=f"{mock.url}/v1", api_key="sk-test",
+    faults: list[dict[str, Any]] = [
+        {"error_at_frame": 5}, {"ending": "length"}, {"ending": "refusal"},
+        {"unknown_event_at_frame": 4}, {"second_text_block": True}, {"non_text_delta": True}]
+    with FaultSequence(tmp_path, RESPONSES, faults) as sequence:
+        def events(**faults: Any) -> list[Any]:
+            client = openai.OpenAI(base_url=f"{sequence.url(**faults)}/v1", api_key="sk-test",
                                    max_retries=0)
             return list(client.responses.create(model="gpt-4o", input="Capital of France?",
                                                 stream=True))
 
-    failed = events(error_at_frame=5)
-    assert failed[-1].type == "response.failed"
-    assert failed[-1].response.error.code == "server_error"
-    limited = events(ending="length")[-1]
-    assert limited.type == "response.incomplete"
-    assert limited.response.incomplete_details.reason == "max_output_tokens"
-    refused = events(ending="refusal")[-1].response.incomplete_details
-    assert refused.reason == "content_filter"
-    assert "response.mock_future_event" in [e.type for e in events(unknown_event_at_frame=4)]
-    two = events(second_text_block=True)[-1].response
-    assert two.output_text == "The capital of France is Paris. (a second text block)"
-    assert [p.type for p in two.output[0].content] == ["output_text", "output_text"]
-    tool = events(non_text_delta=True)
-    assert [e.delta for e in tool if e.type == "response.function_call_arguments.delta"] == [
-        '{"query": "mock"}']
-    assert [o.type for o in tool[-1].response.output] == ["message", "function_call"]
+        failed = events(error_at_frame=5)
+        assert failed[-1].type == "response.failed"
+        assert failed[-1].response.error.code == "server_error"
+        limited = events(ending="length")[-1]
+        assert limited.type == "response.incomplete"
+        assert limited.response.incomplete_details.reason == "max_output_tokens"
+        refused = events(ending="refusal")[-1].response.incomplete_details
+        assert refused.reason == "content_filter"
+        assert "response.mock_future_event" in [e.type for e in events(unknown_event_at_frame=4)]
+        two = events(second_text_block=True)[-1].response
+        assert two.output_text == "The capital of France is Paris. (a second text block)"
+        assert [p.type for p in two.output[0].content] == ["output_text", "output_text"]
+        tool = events(non_text_delta=True)
+        assert [e.delta for e in tool
+                if e.type == "response.function_call_arguments.delta"] == ['{"query": "mock"}']
+        assert [o.type for o in tool[-1].response.output] == ["message", "function_call"]
+    assert sequence.played() == list(range(len(faults)))
 
 
 def test_openai_sdk_reads_each_chat_fault(tmp_path: Path) -> None:
     import openai
 
-    def chunks(**faults: Any) -> list[Any]:
-        with RunningMock(scenario(tmp_path, CHAT, **faults)) as mock:
-            client = openai.OpenAI(base_url=f"{mock.url}/v1", api_key="sk-test",
+    faults: list[dict[str, Any]] = [
+        {"error_at_frame": 2}, {"ending": "length"}, {"ending": "refusal"},
+        {"ending": "unknown"}, {"unknown_event_at_frame": 2}, {"non_text_delta": True}]
+    with FaultSequence(tmp_path, CHAT, faults) as sequence:
+        def chunks(**faults: Any) -> list[Any]:
+            client = openai.OpenAI(base_url=f"{sequence.url(**faults)}/v1", api_key="sk-test",
                                    max_retries=0)
             return list(client.chat.completions.create(model="gpt-5", messages=QUESTION,
                                                        stream=True))  # type: ignore[arg-type]
 
-    with pytest.raises(openai.APIError) as failed:
-        chunks(error_at_frame=2)
-    assert failed.value.code == "server_error"  # type: ignore[attr-defined]
+        with pytest.raises(openai.APIError) as failed:
+            chunks(error_at_frame=2)
+        assert failed.value.code == "server_error"  # type: ignore[attr-defined]
 
-    def finish(found: list[Any]) -> list[str]:
-        return [c.choices[0].finish_reason for c in found
-                if c.choices and c.choices[0].finish_reason]
+        def finish(found: list[Any]) -> list[str]:
+            return [c.choices[0].finish_reason for c in found
+                    if c.choices and c.choices[0].finish_reason]
 
-    assert finish(chunks(ending="length")) == ["length"]
-    assert finish(chunks(ending="refusal")) == ["content_filter"]
-    assert finish(chunks(ending="unknown")) == ["mock_future_reason"]
-    assert "chat.completion.mock_future_event" in [
-        c.object for c in chunks(unknown_event_at_frame=2)]
-    calls = [call for c in chunks(non_text_delta=True) if c.choices
-             for call in c.choices[0].delta.tool_calls or ()]
-    assert calls[0].function.name == "lookup"
-    assert "".join(c.function.arguments or "" for c in calls) == '{"query": "mock"}'
+        assert finish(chunks(ending="length")) == ["length"]
+        assert finish(chunks(ending="refusal")) == ["content_filter"]
+        assert finish(chunks(ending="unknown")) == ["mock_future_reason"]
+        assert "chat.completion.mock_future_event" in [
+            c.object for c in chunks(unknown_event_at_frame=2)]
+        calls = [call for c in chunks(non_text_delta=True) if c.choices
+                 for call in c.choices[0].delta.tool_calls or ()]
+        assert calls[0].function.name == "lookup"
+        assert "".join(c.function.arguments or "" for c in calls) == '{"query": "mock"}'
+    assert sequence.played() == list(range(len(faults)))
 
 
 @pytest.mark.parametrize(("capture", "faults", "code"), [

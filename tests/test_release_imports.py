@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from clihelp import run
 from test_startup import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,9 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_release_of_a_provider_attempt_loads_no_agent_audit_or_contract_code(tmp_path) -> None:
     db = tmp_path / "s.db"
     capture = ROOT / "fixtures/real/anthropic/text-basic.sse"
-    subprocess.run([sys.executable, "-m", "tracestore", "ingest", str(capture), "--attempt",
-                    "a1", "--db", str(db), "--json"], check=True, capture_output=True,
-                   timeout=60)
+    # the store is written in-process; only the release under test runs in a fresh one
+    assert run("ingest", str(capture), "--attempt", "a1", "--json", db=db)[0] == 0
     out, code, modules = run_cli("release", "a1", "--json", "--db", str(db))
     assert code == 0 and json.loads(out)["attempt_id"] == "a1"
     unwanted = ("tracestore.ingest.fast", "tracestore.projections.destinations",

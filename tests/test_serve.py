@@ -7,6 +7,7 @@ the verify banner.  ``test_serve_browser.py`` drives the same desk in Chromium.
 from __future__ import annotations
 
 import re
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,9 +56,19 @@ class Desk:
         self.store.close()
 
 
+@pytest.fixture(scope="module")
+def t8_seeded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = seeded(tmp_path_factory.mktemp("t8"), SEED / "t8.json", SEED / "t8-buggy-app.json")
+    assert sorted(p.name for p in db.parent.iterdir()) == ["desk.db"]  # no -wal beside it
+    return db
+
+
 @pytest.fixture
-def t8(tmp_path: Path) -> Iterator[tuple[Desk, Path]]:
-    db = seeded(tmp_path, SEED / "t8.json", SEED / "t8-buggy-app.json")
+def t8(t8_seeded: Path, tmp_path: Path) -> Iterator[tuple[Desk, Path]]:
+    """A desk over this test's own copy of the t8 store seeded once per module (posts
+    append to it)."""
+    db = tmp_path / "desk.db"
+    shutil.copy(t8_seeded, db)
     desk = Desk(db)
     yield desk, db
     desk.close()

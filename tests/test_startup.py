@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from clihelp import run
+
 # Packages `tracestore --help` / `--version` must not load: the database layer, the pydantic
 # event models (and pydantic itself), package metadata, Typer's Rich help formatter.
 HEAVY = ("sqlalchemy", "pydantic", "importlib.metadata", "tracestore.events",
@@ -107,8 +109,7 @@ def test_release_json_loads_only_what_it_reads(tmp_path) -> None:
 
     db = tmp_path / "s.db"
     capture = Path(__file__).resolve().parent.parent / "fixtures/real/anthropic/text-basic.sse"
-    subprocess.run([sys.executable, "-m", "tracestore", "ingest", str(capture), "--attempt", "a1",
-                    "--db", str(db), "--json"], check=True, capture_output=True, timeout=60)
+    assert run("ingest", str(capture), "--attempt", "a1", "--json", db=db)[0] == 0  # the store
     probe = PROBE.replace(
         'sys.stderr.write(', 'from tracestore.events.models import MODELS\n'
         'built = sorted(t for t, m in MODELS.items() if m.__pydantic_complete__)\n'
@@ -150,10 +151,12 @@ def test_running_one_command_registers_only_its_module() -> None:
 
 
 def one_attempt_store(tmp_path: Path) -> Path:
+    """A store holding one ingested attempt, written in-process (only the command under test
+    runs in a fresh interpreter)."""
     db = tmp_path / "s.db"
     capture = Path(__file__).resolve().parent.parent / "fixtures/real/anthropic/text-basic.sse"
-    subprocess.run([sys.executable, "-m", "tracestore", "ingest", str(capture), "--attempt", "a1",
-                    "--db", str(db), "--json"], check=True, capture_output=True, timeout=60)
+    code, _, err = run("ingest", str(capture), "--attempt", "a1", "--json", db=db)
+    assert code == 0, err
     return db
 
 
@@ -222,22 +225,32 @@ def test_a_read_command_on_a_store_at_head_loads_no_migrations_rich_or_other_pro
     assert report["frozen"] > 0
 
 
-def test_the_entry_point_runs_the_same_command_as_the_whole_app(tmp_path: Path) -> None:
+# One output, one help page and one usage error in the default run; the other help page
+# and the other store read (two interpreters each) run with -m slow.
+@pytest.mark.parametrize("args", [
+    ["release", "a1", "--json", "--db", "{db}"],
+    pytest.param(["release", "--help"], marks=pytest.mark.slow),
+    ["release", "--bogus", "--json"],
+    ["audit", "--help"],
+    pytest.param(["destination", "--help"], marks=pytest.mark.slow),
+    pytest.param(["events", "--attempt", "nope", "--db", "{db}"], marks=pytest.mark.slow),
+], ids=" ".join)
+def test_the_entry_point_runs_the_same_command_as_the_whole_app(tmp_path: Path,
+                                                                args: list[str]) -> None:
     # main() hands Typer a copy of the app holding only the command it runs: the output,
     # the help and the usage errors are those of the whole app (every command registered).
     whole_app = PROBE.replace("from tracestore.cli import main",
                               "from tracestore.cli import app\n"
                               "def main(): app(prog_name='tracestore')")
-    db = str(one_attempt_store(tmp_path))
-    for args in (["release", "a1", "--json", "--db", db], ["release", "--help"],
-                 ["release", "--bogus", "--json"], ["audit", "--help"],
-                 ["destination", "--help"], ["events", "--attempt", "nope", "--db", db]):
-        done = [subprocess.run([sys.executable, "-c", probe, json.dumps(args)],
-                               capture_output=True, text=True, timeout=60, check=False)
-                for probe in (PROBE, whole_app)]
-        ours, whole = ((d.stdout, d.stderr.strip().splitlines()[:-1],
-                        json.loads(d.stderr.strip().splitlines()[-1])["code"]) for d in done)
-        assert ours == whole, args
+    if "{db}" in args:
+        db = str(one_attempt_store(tmp_path))
+        args = [db if a == "{db}" else a for a in args]
+    done = [subprocess.run([sys.executable, "-c", probe, json.dumps(args)],
+                           capture_output=True, text=True, timeout=60, check=False)
+            for probe in (PROBE, whole_app)]
+    ours, whole = ((d.stdout, d.stderr.strip().splitlines()[:-1],
+                    json.loads(d.stderr.strip().splitlines()[-1])["code"]) for d in done)
+    assert ours == whole, args
 
 
 def test_a_normalizer_loads_only_its_own_provider_module() -> None:
@@ -328,8 +341,7 @@ def test_ingest_of_a_small_capture_loads_only_what_it_writes(tmp_path, store: st
     db = tmp_path / "s.db"
     capture = Path(__file__).resolve().parent.parent / "fixtures/projections/t1.json"
     if store == "existing":
-        subprocess.run([sys.executable, "-m", "tracestore", "init", "--db", str(db)],
-                       check=True, capture_output=True, timeout=60)
+        assert run("init", db=db)[0] == 0  # in-process: only the ingest below is probed
     out, code, modules = run_cli("ingest", str(capture), "--db", str(db), "--json")
     assert code == 0 and json.loads(out.splitlines()[0])["kind"] == "projection"
     assert sorted(m for m in modules if m.endswith("_cmds")) == ["tracestore.cli.store_cmds"]

@@ -342,7 +342,14 @@ def test_roots_equal_the_reference_for_every_size() -> None:
                                                                 for n in range(65)]
 
 
-@pytest.mark.parametrize("size", SIZES)
+#: Inclusion proofs (every index, every wrong leaf, index, size and bit) cost the square of
+#: the size: the default run takes every tree up to 33 leaves (every shape up to five
+#: levels and the first of six) and 48, 63 and 64; the other sizes run with -m slow.
+INCLUSION_SIZES = [size if size <= 33 or size in (48, 63, 64)
+                   else pytest.param(size, marks=pytest.mark.slow) for size in SIZES]
+
+
+@pytest.mark.parametrize("size", INCLUSION_SIZES)
 def test_inclusion_proofs_of_every_index(size: int) -> None:
     leaves, rt = HASHES[:size], ref_mth(HASHES[:size])
     for index in range(size):
