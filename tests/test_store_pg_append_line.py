@@ -149,6 +149,21 @@ def test_a_line_connection_the_server_ended_is_replaced_and_nothing_is_lost(
     assert store.verify().ok
 
 
+def test_an_idle_line_is_kept_without_a_ping(store: EventStore,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """However long the line sat idle (the pool's idle limit set to 0 here), the next
+    append goes on the same connection: the line neither pings nor replaces it."""
+    from tracestore.store import engine as engines
+
+    store.append_fresh_groups([("g", rows("a", ["x"]), None, [])])
+    before = line_pid(store)
+    monkeypatch.setattr(engines, "POOL_PING_IDLE_S", 0.0)
+    line_only(store, monkeypatch)
+    store.append_fresh_groups([("g", rows("a", ["y"]), None, [])])
+    assert line_pid(store) == before
+    assert [e.event.native["delta"] for e in store.read(trace_id="a")] == ["x", "y"]
+
+
 def test_a_refused_row_rolls_the_line_back_and_the_batch_is_tried_again(
         store: EventStore) -> None:
     """A stream version the caller remembers wrongly is refused by the unique constraint

@@ -24,14 +24,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from hashlib import sha256
 from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import ExpectedVersionConflict
-from tracestore.store import engine as engines
 from tracestore.store.chain import GENESIS_HASH
 from tracestore.store.pg_bulk import pg_trace_locks_sql
 
@@ -101,9 +99,10 @@ class PgAppendLine:
     """The connection ``EventStore`` sends its recorder appends on (PostgreSQL only).
 
     One thread at a time: ``taken()`` yields None while another thread holds it (that
-    append takes the engine path).  A connection idle past ``POOL_PING_IDLE_S`` is
-    replaced rather than trusted, as the engine's pool pings one; one made before a fork
-    is left to the parent."""
+    append takes the engine path).  The connection is not pinged, however long it sat
+    idle: one the server ended fails the first message, which writes nothing, so that
+    append takes the engine path (whose pool pings) and the next connects anew.  One
+    made before a fork is left to the parent."""
 
     def __init__(self, engine: Engine, lock: int) -> None:
         self._engine = engine
@@ -113,7 +112,6 @@ class PgAppendLine:
         self._raw: Any = None
         self._driver_conn: Any = None
         self._pid = 0
-        self._used = 0.0
 
     @contextmanager
     def taken(self) -> Iterator[Any]:
@@ -126,10 +124,7 @@ class PgAppendLine:
             self._lock.release()
 
     def _driver(self) -> Any:
-        now = time.monotonic()
-        if self._raw is not None and (self._pid != os.getpid()
-                                      or now - self._used > engines.POOL_PING_IDLE_S
-                                      or self._driver_conn.closed):
+        if self._raw is not None and (self._pid != os.getpid() or self._driver_conn.closed):
             self._drop()
         if self._raw is None:
             raw = self._engine.raw_connection()
@@ -138,7 +133,6 @@ class PgAppendLine:
             driver.autocommit = True
             driver.prepare_threshold = None  # every message is new text: nothing to prepare
             self._raw, self._driver_conn, self._pid = raw, driver, os.getpid()
-        self._used = now
         return self._driver_conn
 
     def send(self, driver: Any, message: bytes) -> Any:
