@@ -16,6 +16,11 @@ forked processes that start together and write for ``--seconds``:
   recorder commits them; no shared lock, no hash chain, no blob.
 * ``raw2`` -- ``raw`` again: the A/A control, whose difference from ``raw`` is the noise
   floor of the run.
+* ``floor`` (with ``--floor``) -- the design's own database work for the same rows without
+  the recorder: the append line's two messages per call (locks, reserved positions, heads,
+  versions; then the rows, the capture pieces and COMMIT) sent with libpq directly, no
+  decoding, judging or hashing.  ``floor / raw`` bounds what any writer of this design
+  could reach on this machine.
 
 Per contender: events/s (rows stored / wall time of the round), the median latency of
 one append (one recorder call, one raw transaction), the writer processes' own CPU time per
@@ -26,7 +31,8 @@ database were waiting on a lock (``pg_stat_activity.wait_event_type = 'Lock'``, 
 every 20 ms by the parent: median and max).  The ratio is ours / raw events/s per round
 (the median of the rounds and its range), and raw2 / raw for the control.
 
-Run:  python bench/pg_writers.py [--writers 1 8 32] [--rounds 2] [--seconds 6] [--pg URL]
+Run:  python bench/pg_writers.py [--writers 1 8 32] [--rounds 2] [--seconds 6] [--floor]
+      [--pg URL]
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import statistics
 import sys
 import threading
 import time
+from hashlib import sha256
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +164,61 @@ def backend_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def floor(url: str, worker: int, calls: list[list[tuple[Any, ...]]], chunks: int,
+          go: Any, deadline_box: Any, out: Any) -> None:
+    """The design's own database work without the recorder: per call, the append line's
+    two messages (``store.pg_append``: the locks, positions, heads and versions, then the
+    rows and the capture pieces with COMMIT) on a libpq connection, for the same rows with
+    fresh ids, traces and streams -- no decoding, judging, folding or hashing (the hash
+    column holds the probe's)."""
+    import psycopg
+
+    from tracestore.store.pg_append import insert_message, locking_message
+
+    blobs_of = [[]] + [[(sha256(piece).hexdigest(), piece)]
+                       for piece in pieces(CAPTURE.read_bytes(), chunks)]
+    clock = time.perf_counter
+    latencies: list[float] = []
+    with psycopg.connect(libpq(url), autocommit=True) as conn:
+        pgconn = conn.pgconn
+        go.wait()
+        cpu = time.process_time()
+        deadline = deadline_box.value
+        index = 0
+        while time.time() < deadline:
+            tag = f"w{worker}-{index}"
+            versions: dict[str, int] = {}
+            for number, rows in enumerate(calls):
+                streams = sorted({f"{tag}-{row[1]}" for row in rows})
+                unknown = [stream for stream in streams if stream not in versions]
+                ids = [f"{tag}-{row[0]}" for row in rows] if number == 0 else []
+                start = clock()
+                answer = pgconn.exec_(locking_message(7_245_001, [tag], len(rows), unknown,
+                                                      ids).encode())
+                got = {(answer.get_value(i, 0), answer.get_value(i, 1)): answer.get_value(i, 2)
+                       for i in range(answer.ntuples)}
+                position = int(got[(b"p", None)]) - 1
+                trace_version = int(got.get((b"h", tag.encode()), b"0"))
+                for stream in unknown:
+                    versions[stream] = int(got.get((b"v", stream.encode()), b"0"))
+                fresh = []
+                for row in rows:
+                    stream = f"{tag}-{row[1]}"
+                    position, trace_version = position + 1, trace_version + 1
+                    versions[stream] += 1
+                    fresh.append((position, f"{tag}-{row[0]}", stream, versions[stream],
+                                  row[3], row[4], row[5], tag, row[7], row[8], trace_version,
+                                  tag))
+                done = pgconn.exec_(insert_message(
+                    blobs_of[number] if number < len(blobs_of) else [], fresh).encode())
+                if done.status != psycopg.pq.ExecStatus.COMMAND_OK:
+                    raise SystemExit(f"floor: {done.error_message.decode()}")
+                latencies.append(clock() - start)
+            index += 1
+        cpu = time.process_time() - cpu
+    out.put((latencies, time.time(), cpu))
+
+
 def sample_lock_waits(url: str, stop: threading.Event, samples: list[int],
                       server_cpu: dict[int, tuple[float, float]]) -> None:
     """Every 20 ms: how many of the database's backends wait on a lock, and each
@@ -186,7 +248,7 @@ def one_round(kind: str, base: str, writers: int, seconds: float, chunks: int,
 
     url = fresh_db(base)
     try:
-        if kind == "ours":
+        if kind in ("ours", "floor"):
             EventStore(url).close()  # the schema, migrated before the writers start
             table = "ts_events"
         else:
@@ -199,8 +261,10 @@ def one_round(kind: str, base: str, writers: int, seconds: float, chunks: int,
         procs = []
         for worker in range(writers):
             args = ((url, worker, chunks, go, deadline, out) if kind == "ours"
+                    else (url, worker, calls, chunks, go, deadline, out) if kind == "floor"
                     else (url, worker, calls, go, deadline, out))
-            procs.append(context.Process(target=ours if kind == "ours" else raw, args=args))
+            target = {"ours": ours, "floor": floor, "raw": raw}[kind]
+            procs.append(context.Process(target=target, args=args))
         for proc in procs:
             proc.start()
         time.sleep(0.5 + writers * 0.05)  # every writer imported and connected
@@ -245,6 +309,8 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=2,
                         help="pieces the capture is fed in (each one append)")
     parser.add_argument("--no-control", action="store_true", help="skip the A/A raw2")
+    parser.add_argument("--floor", action="store_true",
+                        help="also run the design's database work alone (see floor())")
     parser.add_argument("--pg", default=os.environ.get("TRACESTORE_TEST_PG_URL"))
     args = parser.parse_args()
     if not args.pg:
@@ -255,7 +321,8 @@ def main() -> None:
     import tracestore.store.log  # noqa: F401
 
     calls = probe_calls(args.chunks)
-    kinds = ["ours", "raw"] + ([] if args.no_control else ["raw2"])
+    kinds = ["ours", "raw"] + ([] if args.no_control else ["raw2"]) + \
+        (["floor"] if args.floor else [])
     per_attempt = sum(len(rows) for rows in calls)
     print(f"PostgreSQL, {CAPTURE.name} fed in {args.chunks} pieces: {len(calls)} appends, "
           f"{per_attempt} events an attempt; {args.rounds} interleaved rounds of "
@@ -286,6 +353,11 @@ def main() -> None:
                              for c, r in zip(results["raw2"], results["raw"]))
             line += (f"; A/A raw2/raw {statistics.median(control):.2f}x "
                      f"(range {control[0]:.2f}-{control[-1]:.2f})")
+        if "floor" in results:
+            floors = sorted(f["rate"] / r["rate"] for f, r in zip(results["floor"],
+                                                                    results["raw"]))
+            line += (f"; floor/raw {statistics.median(floors):.2f}x "
+                     f"(range {floors[0]:.2f}-{floors[-1]:.2f})")
         print(line, flush=True)
     print(f"({time.perf_counter() - started:.0f} s)")
 
