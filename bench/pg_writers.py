@@ -45,6 +45,7 @@ import sys
 import threading
 import time
 from hashlib import sha256
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,21 @@ def probe_calls(chunks: int) -> list[list[tuple[Any, ...]]]:
     return [rows for rows in calls if rows]
 
 
+def timed(go: Any, deadline_box: Any,
+          attempt: Callable[[str, list[float]], None]) -> tuple[list[float], float]:
+    """Once ``go`` is set, ``attempt(index, latencies)`` again and again until the
+    deadline (``index`` "0", "1", …): the latencies it appended and the CPU seconds spent."""
+    latencies: list[float] = []
+    go.wait()
+    cpu = time.process_time()
+    deadline = deadline_box.value
+    index = 0
+    while time.time() < deadline:
+        attempt(str(index), latencies)
+        index += 1
+    return latencies, time.process_time() - cpu
+
+
 def ours(url: str, worker: int, chunks: int, go: Any, deadline_box: Any,
          out: Any) -> None:
     from tracestore import Recorder
@@ -105,12 +121,8 @@ def ours(url: str, worker: int, chunks: int, go: Any, deadline_box: Any,
     data = pieces(CAPTURE.read_bytes(), chunks)
     recorder = Recorder(url)
     clock = time.perf_counter
-    latencies: list[float] = []
-    go.wait()
-    cpu = time.process_time()
-    deadline = deadline_box.value
-    index = 0
-    while time.time() < deadline:
+
+    def attempt_once(index: str, latencies: list[float]) -> None:
         trace = recorder.trace(f"w{worker}-{index}")
         start = clock()
         attempt = trace.attempt(f"w{worker}-{index}", api="anthropic-messages")
@@ -122,8 +134,8 @@ def ours(url: str, worker: int, chunks: int, go: Any, deadline_box: Any,
         start = clock()
         attempt.drain()
         latencies.append(clock() - start)
-        index += 1
-    cpu = time.process_time() - cpu
+
+    latencies, cpu = timed(go, deadline_box, attempt_once)
     recorder.close()
     out.put((latencies, time.time(), cpu))
 
@@ -133,13 +145,8 @@ def raw(url: str, worker: int, calls: list[list[tuple[Any, ...]]], go: Any,
     import psycopg
 
     clock = time.perf_counter
-    latencies: list[float] = []
     with psycopg.connect(libpq(url)) as conn:
-        go.wait()
-        cpu = time.process_time()
-        deadline = deadline_box.value
-        index = 0
-        while time.time() < deadline:
+        def attempt_once(index: str, latencies: list[float]) -> None:
             tag = f"w{worker}-{index}"
             for rows in calls:
                 fresh = [(f"{tag}-{row[0]}", f"{tag}-{row[1]}", *row[2:6], tag, *row[7:])
@@ -149,8 +156,8 @@ def raw(url: str, worker: int, calls: list[list[tuple[Any, ...]]], go: Any,
                     cursor.executemany(RAW_INSERT, fresh)
                 conn.commit()
                 latencies.append(clock() - start)
-            index += 1
-        cpu = time.process_time() - cpu
+
+        latencies, cpu = timed(go, deadline_box, attempt_once)
     out.put((latencies, time.time(), cpu))
 
 
@@ -178,14 +185,10 @@ def floor(url: str, worker: int, calls: list[list[tuple[Any, ...]]], chunks: int
     blobs_of = [[]] + [[(sha256(piece).hexdigest(), piece)]
                        for piece in pieces(CAPTURE.read_bytes(), chunks)]
     clock = time.perf_counter
-    latencies: list[float] = []
     with psycopg.connect(libpq(url), autocommit=True) as conn:
         pgconn = conn.pgconn
-        go.wait()
-        cpu = time.process_time()
-        deadline = deadline_box.value
-        index = 0
-        while time.time() < deadline:
+
+        def attempt_once(index: str, latencies: list[float]) -> None:
             tag = f"w{worker}-{index}"
             versions: dict[str, int] = {}
             for number, rows in enumerate(calls):
@@ -214,8 +217,8 @@ def floor(url: str, worker: int, calls: list[list[tuple[Any, ...]]], chunks: int
                 if done.status != psycopg.pq.ExecStatus.COMMAND_OK:
                     raise SystemExit(f"floor: {done.error_message.decode()}")
                 latencies.append(clock() - start)
-            index += 1
-        cpu = time.process_time() - cpu
+
+        latencies, cpu = timed(go, deadline_box, attempt_once)
     out.put((latencies, time.time(), cpu))
 
 
