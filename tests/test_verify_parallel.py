@@ -129,6 +129,14 @@ def test_an_intact_store_gives_the_single_pass_result_from_the_workers(
     assert vp._merge(parts, None) == single  # made by the workers, not the single pass
 
 
+def assert_found_by_the_stitch(url: str, jobs: int, position: int) -> None:
+    """Both passes break at ``position``, and no worker saw it alone: the stitch did."""
+    single, parallel, parts = both(url, jobs)
+    assert not single.ok and single.first_broken_position == position
+    assert parallel == single
+    assert parts is not None and vp._merge(parts, None) is None
+
+
 def test_an_empty_store_verifies_alike() -> None:
     url = _fresh_pg_url()
     EventStore(url).close()
@@ -207,10 +215,7 @@ def test_each_range_boundary_is_chained(damaged_url: str, jobs: int) -> None:
             "ORDER BY position LIMIT 1"), {"lo": last // jobs}).scalar()
     damage(damaged_url, "UPDATE ts_events SET payload = payload || ' ' WHERE position = "
                         f"{position}")
-    single, parallel, parts = both(damaged_url, jobs)
-    assert not single.ok and single.first_broken_position == position
-    assert parallel == single
-    assert parts is not None and vp._merge(parts, None) is None  # found by the stitch
+    assert_found_by_the_stitch(damaged_url, jobs, position)
 
 
 def test_a_trace_started_again_in_a_later_range(damaged_url: str) -> None:
@@ -235,10 +240,7 @@ def test_a_trace_started_again_in_a_later_range(damaged_url: str) -> None:
            "recorded_at, trace_id, payload, hash, trace_version, trace_key) VALUES "
            f"({position}, 'restarted', 'attempt:restarted', 1, 'frame.received', 1, "
            f"'{row[6]}', '{trace}', '{{}}', '{digest}', 1, '{trace}')")
-    single, parallel, parts = both(damaged_url, jobs)
-    assert not single.ok and single.first_broken_position == position
-    assert parallel == single
-    assert parts is not None and vp._merge(parts, None) is None  # found by the stitch
+    assert_found_by_the_stitch(damaged_url, jobs, position)
 
 
 def test_a_deleted_tail_verifies_alike_with_another_root(damaged_url: str) -> None:

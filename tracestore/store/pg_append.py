@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from tracestore.errors import ExpectedVersionConflict
 from tracestore.store.chain import GENESIS_HASH
-from tracestore.store.pg_bulk import pg_trace_locks_sql
+from tracestore.store.pg_bulk import pg_literal_array, pg_trace_locks_sql, text_literal
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -47,17 +47,6 @@ _INHERITED: list[Any] = []
 
 _EVENT_COLUMNS = ("position, id, stream, version, type, schema_version, recorded_at, "
                   "trace_id, payload, hash, trace_version, trace_key")
-
-
-def text_literal(value: str) -> str:
-    """``value`` as an escape string constant, read the same whatever
-    ``standard_conforming_strings`` says (the caller refuses NUL, which no text holds)."""
-    return "E'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def pg_literal_array(values: Sequence[str]) -> str:
-    """``values`` as a ``text[]`` literal (no value holds NUL: the caller checked)."""
-    return "ARRAY[" + ",".join(text_literal(value) for value in values) + "]::text[]"
 
 
 def row_literal(row: Sequence[Any]) -> str:

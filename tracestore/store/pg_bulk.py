@@ -157,9 +157,18 @@ def pg_text_array(conn: Connection, values: Sequence[str]) -> str:
         driver = conn.connection.driver_connection
         assert driver is not None
         return f"{sql.Literal(list(values)).as_string(driver)}::text[]"
-    quoted = ",".join("E'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-                      for value in values)
-    return f"ARRAY[{quoted}]::text[]"
+    return pg_literal_array(values)
+
+
+def text_literal(value: str) -> str:
+    """``value`` as an escape string constant, read the same whatever
+    ``standard_conforming_strings`` says (the caller refuses NUL, which no text holds)."""
+    return "E'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def pg_literal_array(values: Sequence[str]) -> str:
+    """``values`` as a ``text[]`` literal (no value holds NUL: the caller checked)."""
+    return "ARRAY[" + ",".join(text_literal(value) for value in values) + "]::text[]"
 
 
 def pg_trace_locks_sql(lock: int, traces_literal: str) -> str:
